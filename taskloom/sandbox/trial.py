@@ -1,0 +1,136 @@
+"""What a runtime is asked to do (a `TrialPlan`) and what it reports (a `TrialResult`).
+
+A trial is one environment and a list of phases. Every phase starts from the freshly set-up
+environment, optionally runs a solution (`solution/solve.sh`), then runs the tests and
+reads the reward Harbor-style from /logs/verifier. The validation protocol is a trial:
+`nop` (no solution), `oracle-1..R` (the reference solution), `mutant-k` (the solution with
+step k removed).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from taskloom.models import Frozen, TaskFile
+
+
+class CopySource(Frozen):
+    """One source of a COPY instruction, resolved against the build context."""
+
+    name: str = Field(description="Base name of the source path.")
+    is_dir: bool = Field(description="True when the source is a directory (contents copied).")
+    files: tuple[TaskFile, ...] = Field(description="Files below the source (a file: one).")
+
+
+class SetupStep(Frozen):
+    """One filesystem-changing Dockerfile instruction, emulated inside the sandbox."""
+
+    op: Literal["copy", "run", "workdir"] = Field(description="Which instruction.")
+    sources: tuple[CopySource, ...] = Field(default=(), description="COPY sources.")
+    dest: str = Field(default="", description="COPY destination (absolute).")
+    chown: str | None = Field(default=None, description="COPY --chown value.")
+    argv: tuple[str, ...] = Field(default=(), description="RUN command.")
+    path: str = Field(default="", description="WORKDIR path to create.")
+    workdir: str = Field(default="/", description="Working directory the step runs in.")
+    user: str | None = Field(default=None, description="USER in effect for RUN.")
+    env: dict[str, str] = Field(default_factory=dict, description="ENV in effect for RUN.")
+
+
+class EnvironmentSpec(Frozen):
+    """How to obtain the task's environment."""
+
+    image: str = Field(description="Image the sandbox starts from (FROM or docker_image).")
+    steps: tuple[SetupStep, ...] = Field(default=(), description="Emulated build steps.")
+    build: bool = Field(default=False,
+                        description="Strict mode: run a real `docker build` of `context`.")
+    context: tuple[TaskFile, ...] = Field(default=(), description="Build context (strict).")
+    workdir: str | None = Field(default=None, description="Working directory of solution and "
+                                "tests; None keeps the image's own WORKDIR.")
+    env: dict[str, str] = Field(default_factory=dict, description="ENV set by the Dockerfile.")
+    user: str | None = Field(default=None, description="USER set by the Dockerfile.")
+    build_timeout_sec: float = Field(default=600.0, description="Limit for build or setup.")
+    cpus: float = Field(default=1.0, description="CPU limit.")
+    memory_mb: int = Field(default=2048, description="Memory limit (no swap).")
+
+
+class Phase(Frozen):
+    """One attempt from fresh state: an optional solution, then the tests."""
+
+    name: str = Field(description="Phase name: nop, oracle-1, mutant-2...")
+    solution: str | None = Field(default=None, description="Key into TrialPlan.solutions.")
+
+
+class Fingerprint(Frozen):
+    """A test or solution file that must not appear inside the environment."""
+
+    origin: str = Field(description="Where the file comes from, e.g. tests/test_outputs.py.")
+    size: int = Field(description="Size in bytes.")
+    sha256: str = Field(description="Hex digest of the bytes.")
+
+
+class TrialPlan(Frozen):
+    """Everything a runtime needs to run one trial."""
+
+    environment: EnvironmentSpec = Field(description="The environment to set up.")
+    tests: tuple[TaskFile, ...] = Field(description="tests/ files, copied to /tests.")
+    solutions: dict[str, tuple[TaskFile, ...]] = Field(
+        default_factory=dict, description="Named solution/ folders, copied to /solution.")
+    phases: tuple[Phase, ...] = Field(description="Phases, run in order.")
+    solution_timeout: float = Field(description="Wall-clock limit of solve.sh, seconds.")
+    tests_timeout: float = Field(description="Wall-clock limit of test.sh, seconds.")
+    solution_env: dict[str, str] = Field(default_factory=dict, description="[solution].env.")
+    verifier_env: dict[str, str] = Field(default_factory=dict, description="[verifier].env.")
+    agent_user: str | None = Field(default=None, description="User that runs solve.sh.")
+    verifier_user: str | None = Field(default=None, description="User that runs test.sh.")
+    leak_fingerprints: tuple[Fingerprint, ...] = Field(
+        default=(), description="Files to look for inside the environment.")
+    log_limit: int = Field(default=16384, description="Bytes of output kept per command.")
+    network: bool = Field(default=False, description="Give the sandbox a network (never default).")
+
+
+class CommandResult(Frozen):
+    """Outcome of one command inside the sandbox."""
+
+    exit_code: int = Field(description="Exit status (-9 when killed).")
+    timed_out: bool = Field(description="True when the wall-clock limit killed it.")
+    seconds: float = Field(description="Wall-clock seconds.")
+    log: str = Field(description="Head and tail of stdout+stderr.")
+
+
+class SetupResult(Frozen):
+    """Outcome of building or setting up the environment."""
+
+    ok: bool = Field(description="True when the environment is ready.")
+    step: int | None = Field(default=None, description="Index of the failed setup step.")
+    command: CommandResult | None = Field(default=None, description="Failed step's outcome.")
+    seconds: float = Field(default=0.0, description="Wall-clock seconds of build/setup.")
+    log: str = Field(default="", description="Build or setup log excerpt.")
+
+
+class PhaseResult(Frozen):
+    """Outcome of one phase."""
+
+    name: str = Field(description="Phase name.")
+    solution: CommandResult | None = Field(default=None, description="solve.sh outcome.")
+    tests: CommandResult | None = Field(default=None, description="test.sh outcome.")
+    reward: float | None = Field(default=None, description="Reward read from /logs/verifier.")
+    reward_error: str | None = Field(default=None, description="Why no reward could be read.")
+
+
+class Leak(Frozen):
+    """A test or solution file found inside the environment."""
+
+    path: str = Field(description="Path inside the environment.")
+    origin: str = Field(description="Which test or solution file it copies.")
+
+
+class TrialResult(Frozen):
+    """What a runtime reports for a trial."""
+
+    setup: SetupResult = Field(description="Build/setup outcome.")
+    phases: tuple[PhaseResult, ...] = Field(default=(), description="One per phase run.")
+    leaks: tuple[Leak, ...] = Field(default=(), description="Leaked files inside the image.")
+    sandboxes: int = Field(default=0, description="How many sandboxes the trial took.")
+    notes: tuple[str, ...] = Field(default=(), description="Why extra sandboxes were needed.")

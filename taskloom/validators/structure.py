@@ -1,0 +1,54 @@
+"""Structure check: the task is readable, complete and of sane size, before any container."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from taskloom.errors import TaskFolderError
+from taskloom.models import Check, ReasonCode, Task, Verdict
+from taskloom.outputs.harbor import read_task_folder
+
+MAX_FILE_BYTES = 64 * 1024 * 1024
+MAX_TASK_BYTES = 256 * 1024 * 1024
+MAX_INSTRUCTION_CHARS = 64 * 1024
+
+
+def load_task(path: Path) -> tuple[Task | None, Verdict]:
+    """Read a task folder; a folder that cannot be read becomes a failed structure verdict."""
+    try:
+        task = read_task_folder(path)
+    except TaskFolderError as exc:
+        return None, Verdict(check=Check.STRUCTURE, passed=False, reason=ReasonCode.STRUCTURE,
+                             details=str(exc))
+    return task, check_structure(task)
+
+
+def check_structure(task: Task) -> Verdict:
+    """Completeness and size limits of an in-memory task."""
+    problems = []
+    if task.file("solution", "solve.sh") is None:
+        problems.append("solution/solve.sh is missing: the oracle check needs a reference "
+                        "solution (add solution/solve.sh)")
+    if len(task.instruction) > MAX_INSTRUCTION_CHARS:
+        problems.append(f"instruction.md has {len(task.instruction)} characters "
+                        f"(limit {MAX_INSTRUCTION_CHARS}); shorten it")
+    total = 0
+    for section in ("environment", "solution", "tests"):
+        for entry in getattr(task, section):
+            total += len(entry.content)
+            if len(entry.content) > MAX_FILE_BYTES:
+                problems.append(f"{section}/{entry.path} is {len(entry.content) >> 20} MiB "
+                                f"(limit {MAX_FILE_BYTES >> 20} MiB); generate it in the "
+                                "Dockerfile instead")
+    if total > MAX_TASK_BYTES:
+        problems.append(f"the task holds {total >> 20} MiB of files "
+                        f"(limit {MAX_TASK_BYTES >> 20} MiB)")
+    if task.config.environment.gpus:
+        problems.append("[environment].gpus is set: taskloom sandboxes have no GPUs")
+    if problems:
+        return Verdict(check=Check.STRUCTURE, passed=False, reason=ReasonCode.STRUCTURE,
+                       details="; ".join(problems))
+    unknown = task.config.unknown_keys()
+    note = f"unknown task.toml keys ignored, as Harbor does: {', '.join(unknown)}" \
+        if unknown else "task.toml, instruction, environment, solution and tests present"
+    return Verdict(check=Check.STRUCTURE, passed=True, details=note)
