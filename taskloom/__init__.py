@@ -1,0 +1,1 @@
+"""taskloom: synthesize verified, containerized terminal tasks for AI agents."""

@@ -1,0 +1,1 @@
+"""Task generators: the Planner, Generator and Refiner protocols and their backends."""

@@ -1,0 +1,1 @@
+"""Outputs: Harbor task folders, dataset files and reports."""

@@ -1,0 +1,1 @@
+"""Pipeline: stages, runner, executors and the DuckDB run store."""

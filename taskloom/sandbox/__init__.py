@@ -1,0 +1,1 @@
+"""Sandboxes: runtimes that run trials in isolation, and the base image."""

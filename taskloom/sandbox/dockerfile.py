@@ -186,8 +186,8 @@ def _copy_step(item: Instruction, context: tuple[TaskFile, ...], workdir: str,
     if len(words) < 2:
         raise Unemulable(f"{where}: needs a source and a destination")
     *sources, dest = words
-    if not dest.startswith("/"):
-        dest = posixpath.join(workdir, dest) + ("/" if dest.endswith("/") else "")
+    trailing = "/" if dest.endswith(("/", "/.")) or dest == "." else ""
+    dest = posixpath.normpath(posixpath.join(workdir, dest)).rstrip("/") + trailing or "/"
     resolved: list[CopySource] = []
     for source in sources:
         if "://" in source:

@@ -19,6 +19,7 @@ written to /tests and /solution only for the step that uses them, as Harbor does
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import os
@@ -54,6 +55,7 @@ class Capture:
         self.total = 0
 
     def feed(self, data):
+        """Add bytes; keep the first and last limit/2 of everything fed."""
         self.total += len(data)
         room = self.limit // 2 - len(self.head)
         if room > 0:
@@ -66,6 +68,7 @@ class Capture:
                 del self.tail[:excess]
 
     def text(self):
+        """Head and tail as text, with a note of how much was dropped."""
         dropped = self.total - len(self.head) - len(self.tail)
         middle = b"\n[... %d bytes dropped ...]\n" % dropped if dropped > 0 else b""
         return (bytes(self.head) + middle + bytes(self.tail)).decode("utf-8", "replace")
@@ -79,7 +82,7 @@ def run_command(argv, *, timeout, cwd, env, user, log_limit, stdin_data=None):
         kwargs = user_kwargs(user)
     except KeyError:
         return {"exit_code": 126, "timed_out": False, "seconds": 0.0,
-                "log": "user %r does not exist in the environment" % (user,)}
+                "log": f"user {user!r} does not exist in the environment"}
     if kwargs:
         env = dict(env, HOME=kwargs.pop("home"), USER=kwargs.pop("name"))
     try:
@@ -90,7 +93,7 @@ def run_command(argv, *, timeout, cwd, env, user, log_limit, stdin_data=None):
                                 start_new_session=True, **kwargs)
     except OSError as exc:
         return {"exit_code": 127, "timed_out": False, "seconds": 0.0,
-                "log": "could not start %s: %s" % (argv[0], exc)}
+                "log": f"could not start {argv[0]}: {exc}"}
     if stdin_data is not None:
         try:
             proc.stdin.write(stdin_data)
@@ -138,14 +141,13 @@ def user_kwargs(user):
 
 
 def kill_group(pid):
-    try:
+    """SIGKILL a whole process group (a command started in its own session)."""
+    with contextlib.suppress(OSError):
         os.killpg(pid, signal.SIGKILL)
-    except OSError:
-        pass
 
 
 def kill_strays():
-    """SIGKILL every process but PID 1 (the engine's init) and this driver."""
+    """SIGKILL every process but PID 1 and this driver (normally PID 1 itself)."""
     me = os.getpid()
     for _ in range(200):
         alive = 0
@@ -153,17 +155,15 @@ def kill_strays():
             if not name.isdigit() or int(name) in (1, me):
                 continue
             try:
-                with open("/proc/%s/stat" % name, "rb") as handle:
+                with open(f"/proc/{name}/stat", "rb") as handle:
                     state = handle.read().rsplit(b")", 1)[1].split()[0]
             except (OSError, IndexError):
                 continue
             if state == b"Z":
                 continue
             alive += 1
-            try:
+            with contextlib.suppress(OSError):
                 os.kill(int(name), signal.SIGKILL)
-            except OSError:
-                pass
         reap()
         if not alive:
             return
@@ -171,6 +171,7 @@ def kill_strays():
 
 
 def reap():
+    """Collect every exited child so no zombie holds a pid."""
     while True:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
@@ -207,12 +208,17 @@ def walk(root_dev):
 
 
 def meta(info):
+    """The metadata a reset compares: type, mode, owner, size, mtime."""
     return (stat.S_IFMT(info.st_mode), stat.S_IMODE(info.st_mode), info.st_uid,
             info.st_gid, info.st_size, info.st_mtime_ns)
 
 
 class Snapshot:
-    """The state after setup: metadata of every managed path, bytes of what setup made."""
+    """The state after setup: metadata of every managed path, bytes of what setup made.
+
+    Change detection uses ctime and the inode number: any write, chmod, chown, rename or
+    link updates the ctime, and a file moved onto a path brings its own inode.
+    """
 
     def __init__(self, since_ns):
         self.root_dev = os.lstat("/").st_dev
@@ -222,10 +228,12 @@ class Snapshot:
         self.usr_stamps = usr_stamps()
         budget = SNAPSHOT_BYTES_LIMIT
         for path, info in walk(self.root_dev):
-            self.entries[path] = (meta(info), info.st_ctime_ns)
-            if info.st_ctime_ns < since_ns:
+            self.entries[path] = (meta(info), info.st_ctime_ns, info.st_ino)
+            if stat.S_ISLNK(info.st_mode):
+                self.saved[path] = os.readlink(path)
+            elif info.st_ctime_ns < since_ns:
                 continue  # from the image: restorable only if left untouched
-            if stat.S_ISREG(info.st_mode):
+            elif stat.S_ISREG(info.st_mode):
                 budget -= info.st_size
                 if budget < 0:
                     self.complete = False
@@ -235,10 +243,11 @@ class Snapshot:
                         self.saved[path] = handle.read()
                 except OSError:
                     self.complete = False
-            elif stat.S_ISLNK(info.st_mode):
-                self.saved[path] = os.readlink(path)
             else:
                 self.saved[path] = None
+        # File timestamps come from a coarse clock (one tick is up to 10 ms): let a tick
+        # pass so that any later change gets a ctime different from the recorded one.
+        time.sleep(0.012)
 
     def reset(self):
         """Bring the filesystem back to this snapshot; return a reason when impossible."""
@@ -253,7 +262,7 @@ class Snapshot:
                 remove(path, info)
                 continue
             seen.add(path)
-            if info.st_ctime_ns != known[1]:
+            if (info.st_ctime_ns, info.st_ino) != known[1:]:
                 changed.append(path)
         missing = [p for p in self.entries if p not in seen]
         restored = sorted(set(missing) | set(changed))
@@ -266,11 +275,19 @@ class Snapshot:
             recorded = self.entries[path][0]
             if recorded[0] == stat.S_IFDIR:
                 os.utime(path, ns=(recorded[5], recorded[5]))
-                self.entries[path] = (recorded, os.lstat(path).st_ctime_ns)
+                self.remember(path, recorded)
+        if restored:
+            time.sleep(0.012)  # as in __init__: the next change must get a new ctime
         return None
 
+    def remember(self, path, recorded):
+        """Record the ctime and inode a restored path now has."""
+        info = os.lstat(path)
+        self.entries[path] = (recorded, info.st_ctime_ns, info.st_ino)
+
     def restore(self, path):
-        recorded, _ = self.entries[path]
+        """Put one recorded path back as it was; a reason string when impossible."""
+        recorded, _, inode = self.entries[path]
         kind, mode, uid, gid, size, mtime_ns = recorded
         try:
             current = os.lstat(path)
@@ -278,31 +295,34 @@ class Snapshot:
             current = None
         if path in self.saved:
             data = self.saved[path]
-            if kind == stat.S_IFREG and (current is None or meta(current) != recorded):
+            if kind == stat.S_IFREG:
                 write_file(path, data, mode)
-            elif kind == stat.S_IFLNK and current is None:
+            elif kind == stat.S_IFLNK:
+                if current is not None:
+                    os.unlink(path)
                 os.symlink(data, path)
             elif kind == stat.S_IFDIR and current is None:
                 os.mkdir(path, mode)
             elif current is None:
-                return "cannot recreate special file %s" % path
-        else:
-            if current is None:
-                return "%s from the image was deleted" % path
-            now = meta(current)
-            if kind == stat.S_IFREG and (now[4], now[5]) != (size, mtime_ns):
-                return "%s from the image was modified" % path
+                return f"cannot recreate special file {path}"
+        elif current is None:
+            return f"{path} from the image was deleted"
+        elif kind == stat.S_IFREG and (current.st_ino != inode or
+                                       (current.st_size, current.st_mtime_ns) != (size,
+                                                                                  mtime_ns)):
+            return f"{path} from the image was modified"
         if kind != stat.S_IFLNK:
             os.chown(path, uid, gid)
             os.chmod(path, mode)
             os.utime(path, ns=(mtime_ns, mtime_ns))
         else:
             os.chown(path, uid, gid, follow_symlinks=False)
-        self.entries[path] = (recorded, os.lstat(path).st_ctime_ns)
+        self.remember(path, recorded)
         return None
 
 
 def usr_stamps():
+    """The ctime of each watched /usr directory (None when absent)."""
     stamps = []
     for path in USR_WATCH:
         try:
@@ -314,6 +334,7 @@ def usr_stamps():
 
 
 def remove(path, info):
+    """Delete a path a phase created (a directory with everything below it)."""
     try:
         if stat.S_ISDIR(info.st_mode):
             shutil.rmtree(path)
@@ -324,6 +345,7 @@ def remove(path, info):
 
 
 def write_file(path, data, mode):
+    """Replace whatever is at `path` with a regular file of `data`."""
     directory = os.path.dirname(path)
     if directory and not os.path.isdir(directory):
         os.makedirs(directory)
@@ -337,12 +359,14 @@ def write_file(path, data, mode):
 
 
 def put_files(root, files):
+    """Write plan files (base64 data) below `root`."""
     for entry in files:
         write_file(os.path.join(root, entry["path"]), base64.b64decode(entry["data"]),
                    entry["mode"])
 
 
 def chown_tree(path, owner):
+    """COPY --chown: give `path` and everything below it to user[:group]."""
     user, _, group = owner.partition(":")
     uid = int(user) if user.isdigit() else pwd.getpwnam(user).pw_uid
     if group:
@@ -358,8 +382,11 @@ def chown_tree(path, owner):
 
 
 def copy_step(step):
-    """Docker COPY semantics: a directory source copies its contents; a file goes into dest
-    when dest ends with '/', names an existing directory, or there are several sources."""
+    """Emulate one COPY/ADD with Docker's rules.
+
+    A directory source copies its contents; a file goes into dest when dest ends with '/',
+    names an existing directory, or there are several sources.
+    """
     dest = step["dest"]
     sources = step["sources"]
     into_dir = dest.endswith("/") or len(sources) > 1 or os.path.isdir(dest)
@@ -386,6 +413,7 @@ def copy_step(step):
 
 
 def run_setup(plan, env):
+    """Emulate the Dockerfile steps in order; stop at the first failure."""
     started = time.monotonic()
     deadline = started + plan["setup_timeout"]
     log = []
@@ -399,7 +427,7 @@ def run_setup(plan, env):
             except (OSError, KeyError) as exc:
                 return {"ok": False, "step": index, "exit_code": 1, "timed_out": False,
                         "seconds": time.monotonic() - started,
-                        "log": "COPY into %s failed: %s" % (step["dest"], exc)}
+                        "log": "COPY into {} failed: {}".format(step["dest"], exc)}
             continue
         step_env = dict(env)
         step_env.update(step["env"])
@@ -422,7 +450,7 @@ def scan_leaks(snapshot, fingerprints):
     for item in fingerprints:
         by_size.setdefault(item["size"], []).append(item)
     leaks = []
-    for path, (recorded, _) in snapshot.entries.items():
+    for path, (recorded, _, _) in snapshot.entries.items():
         if recorded[0] != stat.S_IFREG or recorded[4] not in by_size:
             continue
         try:
@@ -435,7 +463,7 @@ def scan_leaks(snapshot, fingerprints):
                 leaks.append({"path": path, "origin": item["origin"]})
     for path in ("/tests", "/solution"):
         if os.path.lexists(path):
-            leaks.append({"path": path, "origin": "the environment already has %s" % path})
+            leaks.append({"path": path, "origin": f"the environment already has {path}"})
     return leaks
 
 
@@ -451,6 +479,7 @@ def clear_harbor_dirs():
 
 
 def read_reward():
+    """Reward written by test.sh into /logs/verifier."""
     files = {}
     for name in ("reward.txt", "reward.json"):
         path = "/logs/verifier/" + name
@@ -467,12 +496,12 @@ def parse_reward(files):
         try:
             return float(raw), None
         except ValueError:
-            return None, "reward.txt holds %r, not a number" % raw[:80]
+            return None, f"reward.txt holds {raw[:80]!r}, not a number"
     if "reward.json" in files:
         try:
             data = json.loads(files["reward.json"])
         except ValueError as exc:
-            return None, "reward.json is not valid JSON: %s" % exc
+            return None, f"reward.json is not valid JSON: {exc}"
         if isinstance(data, (int, float)) and not isinstance(data, bool):
             return float(data), None
         if isinstance(data, dict):
@@ -486,10 +515,12 @@ def parse_reward(files):
 
 
 def shell_for(script):
+    """Run a script with bash, or sh where the image has no bash."""
     return ["bash", script] if shutil.which("bash") else ["sh", script]
 
 
 def run_phase(plan, phase, env):
+    """One phase: Harbor log dirs, optional solution, tests, reward."""
     clear_harbor_dirs()
     result = {"name": phase["name"], "solution": None, "tests": None, "reward": None,
               "reward_error": None}
@@ -516,7 +547,16 @@ def run_phase(plan, phase, env):
     return result
 
 
+def _ignore(signum, frame):
+    """A handler, not SIG_IGN: handlers reset to default in children, SIG_IGN is inherited."""
+
+
 def main():
+    """Read the plan, set up, snapshot, run the phases, print the result as JSON."""
+    # As PID 1 of the container, only signals with a handler reach us; make those no-ops
+    # so a phase cannot stop the driver (Ctrl-C semantics belong to the host).
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(signum, _ignore)
     with open(PLAN_PATH, "rb") as handle:
         plan = json.load(handle)
     os.unlink(PLAN_PATH)  # tests and solutions now live only in this process

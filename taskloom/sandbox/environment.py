@@ -44,7 +44,7 @@ def environment_spec(task: Task, config: ValidationConfig) -> tuple[EnvironmentS
             else:
                 why = f"real build: FROM {emulation.image} is not the taskloom base image"
     if mode == "fast":
-        return (EnvironmentSpec(image=emulation.image, steps=emulation.steps,
+        return (EnvironmentSpec(image=emulation.image, steps=emulation.steps, context=context,
                                 workdir=settings.workdir or emulation.workdir,
                                 env={**emulation.env, **settings.env}, user=emulation.user,
                                 **limits), why)

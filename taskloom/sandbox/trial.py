@@ -45,7 +45,8 @@ class EnvironmentSpec(Frozen):
     steps: tuple[SetupStep, ...] = Field(default=(), description="Emulated build steps.")
     build: bool = Field(default=False,
                         description="Strict mode: run a real `docker build` of `context`.")
-    context: tuple[TaskFile, ...] = Field(default=(), description="Build context (strict).")
+    context: tuple[TaskFile, ...] = Field(
+        default=(), description="Build context (environment/); built for real in strict mode.")
     workdir: str | None = Field(default=None, description="Working directory of solution and "
                                 "tests; None keeps the image's own WORKDIR.")
     env: dict[str, str] = Field(default_factory=dict, description="ENV set by the Dockerfile.")

@@ -1,0 +1,1 @@
+"""The skill graph: skills, scenarios and the paths that link them."""

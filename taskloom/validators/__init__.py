@@ -1,0 +1,1 @@
+"""Validators: structure, solvability, leakage, and (later) judge and diversity checks."""

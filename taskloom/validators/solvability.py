@@ -34,7 +34,7 @@ def without_step(script: str, index: int) -> str:
     """solve.sh with marked step `index` (0-based) replaced by a no-op."""
     lines = script.splitlines(keepends=True)
     start, end = solution_steps(script)[index]
-    return "".join(lines[:start] + [f": # step {index + 1} removed by taskloom\n"] + lines[end:])
+    return "".join([*lines[:start], f": # step {index + 1} removed by taskloom\n", *lines[end:]])
 
 
 def plan_trial(task: Task, config: ValidationConfig) -> tuple[TrialPlan, str]:

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Set up taskloom on a fresh Debian/Ubuntu machine, idempotently:
+#   system packages (docker.io, debootstrap, bubblewrap) -> a running Docker engine ->
+#   a virtualenv in .venv with taskloom installed -> the taskloom base image.
+# Usage: scripts/setup.sh [--dev]     (--dev adds the test and lint tools)
+# Needs root for apt-get, dockerd and debootstrap; everything else is local to the checkout.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+extras=""
+for arg in "$@"; do
+  case "$arg" in
+    --dev) extras="dev" ;;
+    -h|--help) sed -n '2,6p' "$0"; exit 0 ;;
+    *) echo "setup.sh: unknown option $arg (try --help)" >&2; exit 2 ;;
+  esac
+done
+
+say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+missing=()
+command -v dockerd >/dev/null || missing+=(docker.io)
+command -v debootstrap >/dev/null || missing+=(debootstrap)
+command -v bwrap >/dev/null || missing+=(bubblewrap)
+if [ ${#missing[@]} -gt 0 ]; then
+  say "installing ${missing[*]}"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if ! docker info >/dev/null 2>&1; then
+  say "starting the Docker engine"
+  as_root sh -c 'nohup dockerd >/var/log/taskloom-dockerd.log 2>&1 &'
+  for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
+  docker info >/dev/null 2>&1 || { echo "dockerd did not start; see /var/log/taskloom-dockerd.log" >&2; exit 1; }
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  say "creating .venv"
+  python3 -m venv .venv
+fi
+say "installing taskloom${extras:+ [$extras]} into .venv"
+spec="."
+[ -n "$extras" ] && spec=".[${extras}]"
+.venv/bin/python -m pip install -q --disable-pip-version-check -e "$spec"
+
+say "building the base image (first time: about a minute)"
+as_root .venv/bin/taskloom base-image build
+say "ready: .venv/bin/taskloom doctor"

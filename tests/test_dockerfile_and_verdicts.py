@@ -1,0 +1,116 @@
+"""Dockerfile emulation rules, reward parsing, step mutations and verdict mapping."""
+
+from __future__ import annotations
+
+import pytest
+
+from taskloom.models import Check, ReasonCode, TaskFile
+from taskloom.sandbox.dockerfile import Unemulable, emulate, parse
+from taskloom.sandbox.driver import Capture, parse_reward
+from taskloom.sandbox.trial import CommandResult, PhaseResult, TrialResult, SetupResult
+from taskloom.validators.solvability import phase_verdicts, solution_steps, without_step
+
+CONTEXT = (TaskFile(path="Dockerfile", content=b"FROM x\n"),
+           TaskFile(path="data/a.csv", content=b"a\n"),
+           TaskFile(path="data/b.csv", content=b"b\n"),
+           TaskFile(path="run.sh", content=b"echo\n", mode=0o755))
+
+
+def test_parse_joins_continuations_and_drops_comments():
+    text = "# comment\nFROM base:1\nRUN echo a \\\n  # inline comment\n  && echo b\nenv A=1\n"
+    items = parse(text)
+    assert [(i.keyword, i.line) for i in items] == [("FROM", 2), ("RUN", 3), ("ENV", 6)]
+    assert items[1].arguments == "echo a  && echo b"
+
+
+def test_emulate_tracks_workdir_env_user_and_copies():
+    text = ("FROM taskloom/base:1\nWORKDIR /app\nENV A=1 B=\"two words\"\nCOPY data/ ./in/\n"
+            "COPY run.sh /usr/local/bin/\nUSER nobody\nRUN [\"/bin/echo\", \"hi\"]\n"
+            "WORKDIR sub\nCMD [\"bash\"]\n")
+    emulation = emulate(text, CONTEXT)
+    assert emulation.image == "taskloom/base:1"
+    assert emulation.workdir == "/app/sub"
+    assert emulation.env == {"A": "1", "B": "two words"}
+    assert emulation.user == "nobody"
+    ops = [step.op for step in emulation.steps]
+    assert ops == ["workdir", "copy", "copy", "run", "workdir"]
+    copy_dir = emulation.steps[1]
+    assert copy_dir.dest == "/app/in/"
+    assert copy_dir.sources[0].is_dir
+    assert [f.path for f in copy_dir.sources[0].files] == ["a.csv", "b.csv"]
+    assert emulation.steps[2].sources[0].files[0].mode == 0o755
+    assert emulation.steps[3].argv == ("/bin/echo", "hi")
+    assert emulation.steps[3].user == "nobody"
+
+
+def test_emulate_glob_sources():
+    emulation = emulate("FROM b\nCOPY data/*.csv /in/\n", CONTEXT)
+    assert [s.name for s in emulation.steps[0].sources] == ["a.csv", "b.csv"]
+
+
+@pytest.mark.parametrize(("text", "why"), [
+    ("FROM a AS b\n", "multi-stage"),
+    ("FROM b\nARG X=1\n", "ARG"),
+    ("FROM b\nCOPY --from=x /a /b\n", "--from"),
+    ("FROM b\nADD https://example.com/x /x\n", "remote"),
+    ("FROM b\nADD data.tar.gz /x\n", "archive"),
+    ("FROM b\nENV P=$PATH:/x\n", "substitution"),
+    ("FROM b\nSHELL [\"/bin/bash\", \"-c\"]\n", "SHELL"),
+    ("FROM b\nCOPY missing.txt /x\n", "not in the build context"),
+    ("RUN true\n", "FROM"),
+])
+def test_unemulable_dockerfiles_say_why(text, why):
+    with pytest.raises(Unemulable, match=why):
+        emulate(text, CONTEXT)
+
+
+def test_parse_reward():
+    assert parse_reward({"reward.txt": b" 1\n"}) == (1.0, None)
+    assert parse_reward({"reward.txt": b"0.5", "reward.json": b"1"}) == (0.5, None)
+    assert parse_reward({"reward.json": b'{"reward": 1}'}) == (1.0, None)
+    assert parse_reward({"reward.json": b'{"accuracy": 0.25}'}) == (0.25, None)
+    assert parse_reward({"reward.txt": b"yes"})[1] == "reward.txt holds 'yes', not a number"
+    assert "no numeric" in parse_reward({"reward.json": b'{"a": 1, "b": 2}'})[1]
+    assert "wrote no" in parse_reward({})[1]
+
+
+def test_capture_keeps_head_and_tail():
+    capture = Capture(100)
+    for _ in range(1000):
+        capture.feed(b"0123456789")
+    text = capture.text()
+    assert text.startswith("0123456789" * 5)
+    assert text.endswith("0123456789" * 5)
+    assert "9900 bytes dropped" in text
+
+
+def test_step_mutations():
+    script = ("#!/bin/bash\nset -e\n# taskloom:step 1 copy\ncp a b\n"
+              "# taskloom:step 2 sort\nsort b > c\n")
+    assert solution_steps(script) == [(2, 4), (4, 6)]
+    assert without_step(script, 0) == ("#!/bin/bash\nset -e\n: # step 1 removed by taskloom\n"
+                                       "# taskloom:step 2 sort\nsort b > c\n")
+    assert solution_steps("echo no steps\n") == []
+
+
+def run(reward, *, timed_out=False, error=None, name="oracle-1"):
+    command = CommandResult(exit_code=0, timed_out=False, seconds=0.1, log="")
+    tests = command.model_copy(update={"timed_out": timed_out})
+    return PhaseResult(name=name, solution=command, tests=tests, reward=reward,
+                       reward_error=error)
+
+
+@pytest.mark.parametrize(("phases", "expected"), [
+    ([run(0, name="nop"), run(1), run(1)], {}),
+    ([run(1, name="nop"), run(1)], {Check.NOP: ReasonCode.TRIVIAL}),
+    ([run(0, name="nop"), run(0), run(0)], {Check.ORACLE: ReasonCode.ORACLE_FAILS}),
+    ([run(0, name="nop"), run(1), run(0)], {Check.ORACLE: ReasonCode.FLAKY}),
+    ([run(0, name="nop"), run(None, timed_out=True)], {Check.ORACLE: ReasonCode.TIMEOUT}),
+    ([run(None, name="nop", error="no reward"), run(1)], {Check.NOP: ReasonCode.VERIFIER}),
+    ([run(0, name="nop"), run(1), run(1, name="mutant-1"), run(0, name="mutant-2")],
+     {Check.MUTATIONS: ReasonCode.WEAK_TESTS}),
+])
+def test_phase_verdicts(phases, expected):
+    result = TrialResult(setup=SetupResult(ok=True), phases=tuple(phases))
+    verdicts = phase_verdicts(result)
+    assert {v.check: v.reason for v in verdicts if not v.passed} == expected

@@ -1,0 +1,193 @@
+"""Integration tests against the real Docker engine: one per reason code, plus the hard cases
+(a hanging solution, a fork bomb, a memory hog, a missing reward file) that must end as
+rejected verdicts, never as a crash or a hang."""
+
+from __future__ import annotations
+
+import pytest
+from taskfactory import DOCKERFILE, UPPERCASE_SOLVE, UPPERCASE_TEST, make_task
+
+from taskloom.models import Check, ReasonCode
+from taskloom.sandbox.base_image import BASE_IMAGE
+
+pytestmark = pytest.mark.docker
+MODES = ["auto", "strict"]
+
+
+def failed(report):
+    return {v.check: v.reason for v in report.verdicts if not v.passed}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_good_task_is_accepted(tmp_path, validate, mode):
+    report = validate(make_task(tmp_path, "good"), mode=mode)
+    assert report.accepted, report
+    assert [v.check for v in report.verdicts] == [
+        Check.STRUCTURE, Check.BUILD, Check.NOP, Check.ORACLE, Check.LEAKAGE]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_fresh_state_between_oracle_runs(tmp_path, validate, mode):
+    # Not idempotent: appends to a setup file, a base-image file and creates files and a
+    # background process. Only a real reset lets every run see the original state.
+    solve = ("#!/bin/bash\necho extra >> /app/data.txt\necho '# x' >> /etc/bash.bashrc\n"
+             "mkdir -p /srv/new && touch /srv/new/f\n(sleep 300 &)\n"
+             "tr a-z A-Z < /app/data.txt > /app/out.txt\n")
+    test = ('from pathlib import Path\n\n\ndef test_once():\n'
+            '    assert Path("/app/out.txt").read_text() == "HELLO\\nWORLD\\nEXTRA\\n"\n'
+            '    assert Path("/etc/bash.bashrc").read_text().count("# x") == 1\n')
+    report = validate(make_task(tmp_path, "append", solve=solve, test_py=test), mode=mode,
+                      repeats=3)
+    assert report.accepted, failed(report)
+
+
+def test_structure_not_toml(tmp_path, validate):
+    folder = make_task(tmp_path, "bad-toml", toml="schema_version = \n[verifier\n")
+    report = validate(folder)
+    assert failed(report) == {Check.STRUCTURE: ReasonCode.STRUCTURE}
+    assert "task.toml" in report.verdicts[0].details
+    assert "TOML" in report.verdicts[0].details
+
+
+def test_structure_missing_instruction(tmp_path, validate):
+    report = validate(make_task(tmp_path, "no-instruction", instruction=None))
+    assert failed(report) == {Check.STRUCTURE: ReasonCode.STRUCTURE}
+    assert "instruction.md" in report.verdicts[0].details
+
+
+def test_structure_missing_solution(tmp_path, validate):
+    report = validate(make_task(tmp_path, "no-solution", solve=None))
+    assert failed(report) == {Check.STRUCTURE: ReasonCode.STRUCTURE}
+    assert "solve.sh" in report.verdicts[0].details
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_build_failure(tmp_path, validate, mode):
+    dockerfile = DOCKERFILE + "RUN echo about to fail && exit 3\n"
+    report = validate(make_task(tmp_path, "bad-build", dockerfile=dockerfile), mode=mode)
+    assert failed(report) == {Check.BUILD: ReasonCode.BUILD}
+    build = next(v for v in report.verdicts if v.check == Check.BUILD)
+    assert "about to fail" in build.log
+
+
+def test_build_from_missing_image(tmp_path, validate):
+    dockerfile = "FROM taskloom-test/does-not-exist:1\nRUN true\n"
+    report = validate(make_task(tmp_path, "no-image", dockerfile=dockerfile))
+    assert failed(report) == {Check.BUILD: ReasonCode.BUILD}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_trivial_task(tmp_path, validate, mode):
+    test = "def test_nothing():\n    assert True\n"
+    report = validate(make_task(tmp_path, "trivial", test_py=test), mode=mode)
+    assert failed(report) == {Check.NOP: ReasonCode.TRIVIAL}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_oracle_fails(tmp_path, validate, mode):
+    solve = "#!/bin/bash\ncp /app/data.txt /app/out.txt\n"
+    report = validate(make_task(tmp_path, "wrong", solve=solve), mode=mode)
+    assert failed(report) == {Check.ORACLE: ReasonCode.ORACLE_FAILS}
+    oracle = next(v for v in report.verdicts if v.check == Check.ORACLE)
+    assert "AssertionError" in oracle.log or "assert" in oracle.log
+
+
+def test_flaky_solution(tmp_path, validate):
+    # Passes half the time; with 12 fresh runs the chance all agree is 1 in 2048.
+    solve = UPPERCASE_SOLVE + "[ $(( $(od -An -N1 -tu1 /dev/urandom) % 2 )) = 0 ] && " \
+                              "rm /app/out.txt\nexit 0\n"
+    report = validate(make_task(tmp_path, "flaky", solve=solve), repeats=12)
+    assert failed(report) == {Check.ORACLE: ReasonCode.FLAKY}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_hanging_solution_times_out(tmp_path, validate, mode):
+    solve = "#!/bin/bash\nsleep 1000\n"
+    report = validate(make_task(tmp_path, "hang", solve=solve, agent_timeout=3.0), mode=mode)
+    assert failed(report) == {Check.ORACLE: ReasonCode.TIMEOUT}
+    assert report.seconds < 60
+
+
+def test_hanging_tests_time_out(tmp_path, validate):
+    test_sh = "#!/bin/bash\nsleep 1000\n"
+    report = validate(make_task(tmp_path, "hang-tests", test_sh=test_sh,
+                                verifier_timeout=3.0))
+    assert failed(report)[Check.NOP] == ReasonCode.TIMEOUT
+
+
+def test_fork_bomb_is_contained(tmp_path, validate):
+    solve = "#!/bin/bash\nbomb() { bomb | bomb & }\nbomb\nwait\n"
+    report = validate(make_task(tmp_path, "fork-bomb", solve=solve, agent_timeout=8.0))
+    # The bomb outlives solve.sh's limit, or starves test.sh of processes, or leaves no
+    # output: any of these is a rejected oracle, within bounded time.
+    assert set(failed(report)) == {Check.ORACLE}
+    assert report.seconds < 120
+
+
+def test_memory_hog_is_killed(tmp_path, validate):
+    solve = ("#!/bin/bash\npython3 -c \"x = bytearray(2 * 1024 ** 3)\" || true\n"
+             "cp /app/data.txt /app/out.txt\n")
+    report = validate(make_task(tmp_path, "memory-hog", solve=solve, memory_mb=256))
+    assert failed(report) == {Check.ORACLE: ReasonCode.ORACLE_FAILS}
+
+
+def test_missing_reward_file(tmp_path, validate):
+    test_sh = "#!/bin/bash\ncd /tests && python3 -m pytest -q test_outputs.py\n"
+    report = validate(make_task(tmp_path, "no-reward", test_sh=test_sh))
+    assert failed(report) == {Check.NOP: ReasonCode.VERIFIER, Check.ORACLE: ReasonCode.VERIFIER}
+    nop = next(v for v in report.verdicts if v.check == Check.NOP)
+    assert "reward.txt" in nop.details
+
+
+def test_weak_tests(tmp_path, validate):
+    solve = ("#!/bin/bash\n# taskloom:step 1 make a copy\ncp /app/data.txt /app/copy.txt\n"
+             "# taskloom:step 2 uppercase\ntr a-z A-Z < /app/data.txt > /app/out.txt\n")
+    report = validate(make_task(tmp_path, "weak", solve=solve))
+    assert failed(report) == {Check.MUTATIONS: ReasonCode.WEAK_TESTS}
+    mutations = next(v for v in report.verdicts if v.check == Check.MUTATIONS)
+    assert "step 1" in mutations.details
+
+
+def test_every_step_checked(tmp_path, validate):
+    solve = ("#!/bin/bash\n# taskloom:step 1 make a copy\ncp /app/data.txt /app/copy.txt\n"
+             "# taskloom:step 2 uppercase the copy\n"
+             "tr a-z A-Z < /app/copy.txt > /app/out.txt\n")
+    report = validate(make_task(tmp_path, "strong", solve=solve))
+    assert report.accepted, failed(report)
+    assert Check.MUTATIONS in [v.check for v in report.verdicts]
+
+
+def test_leak_in_build_context(tmp_path, validate):
+    folder = make_task(tmp_path, "leak-context",
+                       environment={"data.txt": "hello\nworld\n", "check.py": UPPERCASE_TEST})
+    report = validate(folder)
+    assert failed(report) == {Check.LEAKAGE: ReasonCode.LEAK}
+    leakage = next(v for v in report.verdicts if v.check == Check.LEAKAGE)
+    assert "environment/check.py" in leakage.log
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_leak_in_image(tmp_path, validate, mode):
+    # The Dockerfile writes the reference solution into the image without copying it.
+    dockerfile = (f"FROM {BASE_IMAGE}\nWORKDIR /app\nCOPY data.txt /app/data.txt\n"
+                  "RUN printf '#!/bin/bash\\ntr a-z A-Z < /app/data.txt > /app/out.txt\\n' "
+                  "> /opt/answer.sh\n")
+    report = validate(make_task(tmp_path, "leak-image", dockerfile=dockerfile), mode=mode)
+    assert failed(report) == {Check.LEAKAGE: ReasonCode.LEAK}
+    leakage = next(v for v in report.verdicts if v.check == Check.LEAKAGE)
+    assert "/opt/answer.sh" in leakage.log
+
+
+def test_solution_killing_every_process_falls_back(tmp_path, validate):
+    solve = "#!/bin/bash\n" + UPPERCASE_SOLVE + "kill -9 -1\n"
+    report = validate(make_task(tmp_path, "killer", solve=solve))
+    assert report.accepted, failed(report)
+
+
+def test_tasks_run_without_network(tmp_path, validate):
+    solve = UPPERCASE_SOLVE + "cat /sys/class/net/*/operstate > /app/net.txt 2>&1 || true\n"
+    test = UPPERCASE_TEST + ('\n\ndef test_only_loopback():\n'
+                             '    import os\n'
+                             '    assert sorted(os.listdir("/sys/class/net")) == ["lo"]\n')
+    report = validate(make_task(tmp_path, "offline", solve=solve, test_py=test))
+    assert report.accepted, failed(report)
