@@ -1,0 +1,88 @@
+"""`taskloom validate` and `taskloom doctor` as a user runs them, in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from taskfactory import make_task
+
+pytestmark = pytest.mark.docker
+ROOT = Path(__file__).resolve().parents[1]
+TASKLOOM = [sys.executable, "-m", "taskloom.cli"]
+
+
+def sandboxes() -> list[str]:
+    listing = subprocess.run(["docker", "ps", "-aq", "--filter", "label=taskloom.sandbox"],
+                             capture_output=True, text=True, check=True)
+    images = subprocess.run(["docker", "images", "-q", "--filter", "label=taskloom.sandbox"],
+                            capture_output=True, text=True, check=True)
+    return listing.stdout.split() + images.stdout.split()
+
+
+def test_validate_reports_and_exit_codes(tmp_path):
+    make_task(tmp_path / "set", "good")
+    make_task(tmp_path / "set", "wrong", solve="#!/bin/bash\ntrue\n")
+    report = tmp_path / "report.json"
+    done = subprocess.run([*TASKLOOM, "validate", str(tmp_path / "set"), "--report",
+                           str(report)], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert "1 accepted, 1 rejected of 2" in done.stdout
+    document = json.loads(report.read_text())
+    assert document["summary"] == {"tasks": 2, "accepted": 1, "rejected": 1,
+                                   "reasons": {"oracle-fails": 1},
+                                   "seconds": document["summary"]["seconds"]}
+    by_task = {t["task"]: t for t in document["tasks"]}
+    assert by_task["good"]["accepted"] is True
+    checks = [v["check"] for v in by_task["wrong"]["verdicts"]]
+    assert checks == ["structure", "build", "nop", "oracle", "leakage"]
+    oracle = by_task["wrong"]["verdicts"][3]
+    assert oracle["reason"] == "oracle-fails" and oracle["log"]
+
+    good_only = subprocess.run([*TASKLOOM, "validate", str(tmp_path / "set" / "good"),
+                                "--report", str(report)], capture_output=True, text=True)
+    assert good_only.returncode == 0, good_only.stderr
+
+
+def test_validate_missing_path_is_a_clear_error(tmp_path):
+    done = subprocess.run([*TASKLOOM, "validate", str(tmp_path / "nowhere")],
+                          capture_output=True, text=True)
+    assert done.returncode == 2
+    assert "does not exist" in done.stderr and "fix:" in done.stderr
+
+
+def test_ctrl_c_leaves_nothing_behind(tmp_path):
+    for i in range(4):
+        make_task(tmp_path / "set", f"hang-{i}", solve="#!/bin/bash\nsleep 600\n",
+                  agent_timeout=300.0)
+    before = set(sandboxes())
+    process = subprocess.Popen([*TASKLOOM, "validate", str(tmp_path / "set"), "-w", "2",
+                                "--report", str(tmp_path / "r.json")],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(set(sandboxes()) - before) < 2:
+        time.sleep(0.2)
+    assert len(set(sandboxes()) - before) >= 2, "validation never started its sandboxes"
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130
+    assert "interrupted" in stderr
+    assert set(sandboxes()) - before == set()
+
+
+def test_doctor_reports_engine_and_image():
+    done = subprocess.run([*TASKLOOM, "doctor"], capture_output=True, text=True)
+    assert "docker engine" in done.stdout and "base image" in done.stdout
+    assert "taskloom/base" in done.stdout
+
+
+def test_examples_are_accepted(tmp_path):
+    done = subprocess.run([*TASKLOOM, "validate", str(ROOT / "examples" / "tasks"),
+                           "--report", str(tmp_path / "r.json")], capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
