@@ -158,7 +158,8 @@ def _require_environment(root: Path, config: TaskConfig,
 
 def task_toml_text(config: TaskConfig) -> str:
     """The canonical task.toml text for a config."""
-    return tomli_w.dumps(config.model_dump(mode="json", exclude_none=True))
+    data = config.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+    return tomli_w.dumps({"schema_version": config.schema_version, **data})
 
 
 def write_task_folder(task: Task, path: Path | str) -> Path:

@@ -221,6 +221,7 @@ class Snapshot:
     """
 
     def __init__(self, since_ns):
+        # since_ns None: record metadata only (a leak scan), keep no bytes for a reset.
         self.root_dev = os.lstat("/").st_dev
         self.entries = {}
         self.saved = {}
@@ -231,7 +232,7 @@ class Snapshot:
             self.entries[path] = (meta(info), info.st_ctime_ns, info.st_ino)
             if stat.S_ISLNK(info.st_mode):
                 self.saved[path] = os.readlink(path)
-            elif info.st_ctime_ns < since_ns:
+            elif since_ns is None or info.st_ctime_ns < since_ns:
                 continue  # from the image: restorable only if left untouched
             elif stat.S_ISREG(info.st_mode):
                 budget -= info.st_size
@@ -247,7 +248,8 @@ class Snapshot:
                 self.saved[path] = None
         # File timestamps come from a coarse clock (one tick is up to 10 ms): let a tick
         # pass so that any later change gets a ctime different from the recorded one.
-        time.sleep(0.012)
+        if since_ns is not None:
+            time.sleep(0.012)
 
     def reset(self):
         """Bring the filesystem back to this snapshot; return a reason when impossible."""
@@ -560,7 +562,8 @@ def main():
     with open(PLAN_PATH, "rb") as handle:
         plan = json.load(handle)
     os.unlink(PLAN_PATH)  # tests and solutions now live only in this process
-    since_ns = os.lstat(plan["fresh_since"]).st_ctime_ns
+    # No reference file (one sandbox per phase, as the bwrap runtime runs): nothing to reset.
+    since_ns = os.lstat(plan["fresh_since"]).st_ctime_ns if plan.get("fresh_since") else None
     env = dict(os.environ)
     env.update(plan["env"])
     output = {"setup": run_setup(plan, env), "leaks": [], "phases": [], "not_run": [],
@@ -570,7 +573,9 @@ def main():
         for path in HARBOR_DIRS:
             if os.path.isdir(path):
                 shutil.rmtree(path)
-        snapshot = Snapshot(since_ns)
+        snapshot = None  # a single phase runs on the state setup left: no reset needed
+        if len(phases) > 1 or plan["leak_fingerprints"]:
+            snapshot = Snapshot(since_ns if len(phases) > 1 else None)
         if plan["leak_fingerprints"]:
             output["leaks"] = scan_leaks(snapshot, plan["leak_fingerprints"])
         for index, phase in enumerate(phases):

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Literal, Protocol
 
+from taskloom.errors import InputError
 from taskloom.sandbox.trial import TrialPlan, TrialResult
 
-RuntimeName = Literal["docker"]
+RuntimeName = Literal["docker", "bwrap"]
+RUNTIME_NAMES: tuple[RuntimeName, ...] = ("docker", "bwrap")
 
 
 class Runtime(Protocol):
@@ -40,9 +42,19 @@ class Runtime(Protocol):
 def open_runtime(name: RuntimeName = "docker", *, keep_images: bool = False) -> Runtime:
     """Connect to the named sandbox runtime.
 
+    `docker` runs containers on the Docker engine; `bwrap` runs bubblewrap sandboxes over
+    an exported root filesystem (root, no daemon; `keep_images` does not apply).
+
     Raises:
         SandboxUnavailable: The runtime cannot run here; the message says how to fix it.
     """
+    if name not in RUNTIME_NAMES:
+        raise InputError(f"unknown sandbox runtime {name!r}",
+                         fix=f"use one of: {', '.join(RUNTIME_NAMES)}")
+    if name == "bwrap":
+        from taskloom.sandbox.bwrap_runtime import BwrapRuntime
+
+        return BwrapRuntime()
     from taskloom.sandbox.docker_runtime import DockerRuntime
 
     return DockerRuntime(keep_images=keep_images)

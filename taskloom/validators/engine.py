@@ -23,8 +23,12 @@ from taskloom.validators.structure import check_structure, load_task
 
 
 def validate_task(task: Task, runtime: Runtime, config: ValidationConfig, *,
-                  source: str = "", structure: Verdict | None = None) -> TaskReport:
+                  source: str = "", structure: Verdict | None = None,
+                  expected_values: tuple[str, ...] = ()) -> TaskReport:
     """Run the whole validation protocol on one task.
+
+    `expected_values` (known for generated tasks) are answers the instruction must not
+    state verbatim; the leakage check looks for them.
 
     Raises:
         SandboxError: The sandbox engine failed twice in a row (not the task's fault).
@@ -37,7 +41,8 @@ def validate_task(task: Task, runtime: Runtime, config: ValidationConfig, *,
         verdicts.append(build_verdict(result.setup, how))
         if result.setup.ok:
             verdicts.extend(phase_verdicts(result))
-        verdicts.append(leakage_verdict(task, result.leaks, image_checked=result.setup.ok))
+        verdicts.append(leakage_verdict(task, result.leaks, image_checked=result.setup.ok,
+                                        expected_values=expected_values))
     return TaskReport(task=task.name, source=source, verdicts=tuple(verdicts),
                       seconds=round(time.monotonic() - started, 3))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 
 from taskloom.models import Check, ReasonCode, Task, Verdict
 from taskloom.sandbox.trial import Fingerprint, Leak
@@ -34,15 +35,32 @@ def context_leaks(task: Task) -> list[Leak]:
     return leaks
 
 
+def states_value(text: str, value: str) -> bool:
+    """True when `value` appears in `text` as a whole token (not inside a longer word)."""
+    if not value.strip():
+        return False
+    return re.search(rf"(?<![\w-]){re.escape(value)}(?![\w-])", text) is not None
+
+
+def instruction_leaks(task: Task, expected_values: tuple[str, ...]) -> list[Leak]:
+    """Expected answers that the instruction states verbatim."""
+    return [Leak(path="instruction.md", origin=f"the expected value {value!r}")
+            for value in expected_values if states_value(task.instruction, value)]
+
+
 def leakage_verdict(task: Task, image_leaks: tuple[Leak, ...], *, seconds: float = 0.0,
-                    image_checked: bool = True) -> Verdict:
-    """One verdict over the build context and, when it was built, the image."""
-    leaks = context_leaks(task) + list(image_leaks)
+                    image_checked: bool = True,
+                    expected_values: tuple[str, ...] = ()) -> Verdict:
+    """One verdict over the build context, the image when it was built, and the instruction
+    when the expected values are known."""
+    leaks = (context_leaks(task) + list(image_leaks) +
+             instruction_leaks(task, expected_values))
     if leaks:
         lines = [f"{leak.path} holds {leak.origin}" for leak in leaks]
         return Verdict(check=Check.LEAKAGE, passed=False, reason=ReasonCode.LEAK,
-                       details=f"{len(leaks)} test/solution file(s) inside the environment: "
-                               f"{lines[0]}; keep tests/ and solution/ out of environment/",
+                       details=f"{len(leaks)} leak(s) of tests, solution or answers: "
+                               f"{lines[0]}; keep tests/ and solution/ out of environment/ "
+                               "and answers out of the instruction",
                        log="\n".join(lines), seconds=seconds)
     scope = "build context and image" if image_checked else "build context"
     return Verdict(check=Check.LEAKAGE, passed=True, seconds=seconds,

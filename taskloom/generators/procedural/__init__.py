@@ -1,0 +1,1 @@
+"""Procedural generation: the offline default backend (world model, primitives, assembler)."""

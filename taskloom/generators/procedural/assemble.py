@@ -1,0 +1,221 @@
+"""Assemble a task from a blueprint: source data, chained steps, instruction, solution, tests.
+
+Specification level decides what the agent is told:
+- 1: numbered steps, each naming its output file and format, with tool hints;
+- 2: the same steps without hints;
+- 3: the goal only: the final result described through its inputs ("the number of
+  distinct ... in the ERROR lines of ..."), plus any step whose effect is on the system.
+Intermediate outputs are checked when the instruction names them (levels 1-2); the final
+output and side effects are always checked.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+
+from taskloom.generators.procedural.artifacts import Artifact
+from taskloom.generators.procedural.checks import TEST_SH, Check, render_tests
+from taskloom.generators.procedural.domains import domain as get_domain
+from taskloom.generators.procedural.primitives import PRIMITIVES, SOURCES
+from taskloom.generators.procedural.primitives.base import StepContext, StepResult
+from taskloom.generators.procedural.world import World
+from taskloom.generators.protocols import Blueprint
+from taskloom.models import Task, TaskConfig, TaskFile, sorted_files
+from taskloom.sandbox.base_image import BASE_IMAGE
+from taskloom.seeding import rng_for
+from taskloom.skill_graph.model import SkillGraph
+from taskloom.validators.leakage import states_value
+
+GENERATOR_VERSION = "procedural/1"
+
+
+class GenerationFailed(Exception):  # noqa: N818 - a normal outcome the caller retries
+    """This blueprint and seed gave no usable task (inapplicable step, weak step, leak)."""
+
+
+@dataclasses.dataclass
+class Assembled:
+    """The parts of a generated task before it becomes a `Task`."""
+
+    instruction: str
+    solution: str
+    checks: list[Check]
+    world: World
+    tools: tuple[str, ...]
+    answers: tuple[str, ...]
+
+
+def assemble(blueprint: Blueprint, graph: SkillGraph, attempt: int = 0) -> Assembled:
+    """Run the blueprint's steps on a fresh world.
+
+    Raises:
+        GenerationFailed: A step does not apply to its input, or the task would be weak.
+    """
+    from taskloom.generators.procedural.primitives.base import NotApplicable
+
+    scenario = graph.scenarios[blueprint.scenario]
+    domain = get_domain(scenario.domain)
+    world = World(workdir=domain.root)
+    world.mkdir(f"{domain.root}/output")
+    difficulty = blueprint.difficulty
+    goal_only = difficulty.specification == 3
+    first = graph.skills[blueprint.path[0]]
+    source_types = [t for t in graph.source_type_for(first.id) if t in SOURCES]
+    if not source_types:
+        raise GenerationFailed(f"no source generator for {first.consumes}")
+    used: set[str] = set()
+    context = _context(blueprint, domain, world, 0, attempt, used)
+    artifact: Artifact = SOURCES[context.rng.choice(source_types)](context)
+    results: list[StepResult] = []
+    for number, skill_id in enumerate(blueprint.path, start=1):
+        step = _context(blueprint, domain, world, number, attempt, used)
+        try:
+            result = PRIMITIVES[skill_id](step, artifact)
+        except NotApplicable as exc:
+            raise GenerationFailed(f"step {number} ({skill_id}): {exc}") from exc
+        produced = graph.skills[skill_id].produces
+        if not graph.is_a(result.output.kind, produced):
+            raise TypeError(f"primitive {skill_id} produced {result.output.kind}, the graph "
+                            f"says {produced}")
+        results.append(result)
+        artifact = result.output
+        if not goal_only:  # the next step refers to this output by its path
+            artifact = dataclasses.replace(artifact, phrase=_path_phrase(artifact))
+    instruction = _instruction(blueprint, graph, results, domain)
+    checks = [check for index, result in enumerate(results)
+              for check in result.checks
+              if index == len(results) - 1 or result.side_effect or not goal_only]
+    answers = tuple(dict.fromkeys(a for check in checks for a in check.answers()))
+    leaked = [a for a in answers if states_value(instruction, a)]
+    if leaked:
+        raise GenerationFailed(f"the instruction states an expected value: {leaked[0]!r}")
+    solution = _solution(blueprint, graph, results)
+    tools = tuple(dict.fromkeys(tool for result in results for tool in result.tools))
+    return Assembled(instruction, solution, checks, world, tools, answers)
+
+
+def _context(blueprint: Blueprint, domain, world: World, number: int, attempt: int,
+             used: set[str]) -> StepContext:
+    skill = blueprint.path[number - 1] if number else "source"
+    return StepContext(rng=rng_for(blueprint.seed, "step", number, skill, attempt),
+                       difficulty=blueprint.difficulty, domain=domain, world=world,
+                       step=max(number, 1), steps=len(blueprint.path), used_names=used)
+
+
+def _path_phrase(artifact: Artifact) -> str:
+    noun = {"csv_table": "CSV file", "json_doc": "JSON file", "sqlite_db": "database",
+            "archive": "archive", "file_tree": "directory", "git_repo": "repository",
+            "log_dir": "log directory", "cron_job": "scheduled job",
+            "account_set": "accounts listed in"}.get(artifact.kind, "file")
+    return f"the {noun} {artifact.path}"
+
+
+def _instruction(blueprint: Blueprint, graph: SkillGraph, results: list[StepResult],
+                 domain) -> str:
+    scenario = graph.scenarios[blueprint.scenario]
+    level = blueprint.difficulty.specification
+    parts = [f"You are {domain.role} at {domain.org}. {scenario.description}"]
+    if level == 3:
+        shown = [r for i, r in enumerate(results) if r.side_effect or i == len(results) - 1]
+        parts.append("Your goal: " + " Then ".join(_sentence(r.instruction) for r in shown))
+    elif len(results) == 1:
+        parts.append(results[0].instruction)
+    else:
+        steps = "\n".join(f"{n}. {r.instruction}" for n, r in enumerate(results, start=1))
+        parts.append(f"Do the following, in order:\n\n{steps}")
+    notes = list(dict.fromkeys(note for r in results for note in r.notes))
+    if blueprint.difficulty.strictness == 3:
+        notes.append("Output files are compared byte for byte: no extra spaces or blank "
+                     "lines, and every text file ends with a single newline.")
+    notes.append(f"Output directories already exist; work on this machine only (there is "
+                 f"no network). Your working directory is {domain.root}.")
+    parts.append("\n".join(f"- {note}" for note in notes))
+    return "\n\n".join(parts) + "\n"
+
+
+def _sentence(text: str) -> str:
+    return text[0].lower() + text[1:] if text and not text[:2].isupper() else text
+
+
+def _solution(blueprint: Blueprint, graph: SkillGraph, results: list[StepResult]) -> str:
+    lines = ["#!/bin/bash", "# Reference solution generated by taskloom.", "set -eu"]
+    for number, (skill_id, result) in enumerate(zip(blueprint.path, results, strict=True),
+                                                start=1):
+        lines.append(f"# taskloom:step {number} {graph.skills[skill_id].name}")
+        lines.append(result.solution.rstrip("\n"))
+    return "\n".join(lines) + "\n"
+
+
+def build_task(blueprint: Blueprint, graph: SkillGraph, attempt: int = 0) -> tuple[Task, Assembled]:
+    """The Harbor task for a blueprint (see `assemble` for what can fail)."""
+    parts = assemble(blueprint, graph, attempt)
+    world = parts.world
+    environment = [TaskFile(path=f"files{path}", content=spec.content, mode=spec.mode)
+                   for path, spec in sorted(world.files.items())]
+    setup = world.setup_script()
+    dockerfile = [f"FROM {BASE_IMAGE}", "COPY files/ /"]
+    if setup:
+        environment.append(TaskFile(path="setup.sh", content=(
+            "#!/bin/bash\nset -eu\n" + setup + "\n").encode(), mode=0o755))
+        dockerfile += ["COPY setup.sh /tmp/taskloom-setup.sh",
+                       "RUN bash /tmp/taskloom-setup.sh && rm -f /tmp/taskloom-setup.sh"]
+    dockerfile.append(f"WORKDIR {world.workdir}")
+    environment.append(TaskFile(path="Dockerfile", content=("\n".join(dockerfile) + "\n")
+                                .encode()))
+    name = task_id(blueprint)
+    scenario = graph.scenarios[blueprint.scenario]
+    skills = [graph.skills[s] for s in blueprint.path]
+    metadata = {
+        "generator": GENERATOR_VERSION,
+        "index": blueprint.index,
+        "seed": blueprint.seed,
+        "attempt": attempt,
+        "scenario": blueprint.scenario,
+        "via": list(blueprint.via),
+        "skills": list(blueprint.path),
+        "categories": sorted({s.category for s in skills}),
+        "tools": list(parts.tools),
+        "difficulty": blueprint.difficulty.model_dump(),
+    }
+    config = TaskConfig.model_validate({
+        "schema_version": "1.4",
+        "task": {"name": f"taskloom/{name}",
+                 "description": f"{scenario.title}: " + ", then ".join(s.name for s in skills),
+                 "keywords": sorted({s.category for s in skills} | set(parts.tools))},
+        "metadata": metadata,
+        "verifier": {"timeout_sec": 120.0},
+        "agent": {"timeout_sec": 900.0},
+        "environment": {"build_timeout_sec": 300.0, "cpus": 1, "memory_mb": 1024,
+                        "storage_mb": 2048, "network_mode": "no-network"},
+    })
+    tests = [TaskFile(path="test.sh", content=TEST_SH.encode(), mode=0o755),
+             TaskFile(path="test_outputs.py", content=render_tests(parts.checks).encode())]
+    solution = [TaskFile(path="solve.sh", content=parts.solution.encode(), mode=0o755)]
+    task = Task(name=name, config=config, instruction=parts.instruction,
+                environment=sorted_files(environment), solution=tuple(solution),
+                tests=tuple(tests))
+    fingerprint = task_fingerprint(task)
+    config = config.model_copy(update={"metadata": {**metadata, "fingerprint": fingerprint}})
+    return task.model_copy(update={"config": config}), parts
+
+
+def task_id(blueprint: Blueprint) -> str:
+    """Readable, unique folder name: index, scenario, first skill."""
+    first = blueprint.path[0].replace(".", "-").replace("_", "-")
+    return f"{blueprint.index:05d}-{blueprint.scenario}-{first}"[:80]
+
+
+def task_fingerprint(task: Task) -> str:
+    """sha256 over everything that defines the task (not its metadata)."""
+    digest = hashlib.sha256()
+    digest.update(task.instruction.encode())
+    for section in ("environment", "solution", "tests"):
+        for entry in getattr(task, section):
+            digest.update(f"{section}/{entry.path}:{entry.mode}:".encode())
+            digest.update(hashlib.sha256(entry.content).digest())
+    digest.update(json.dumps(task.config.model_dump(mode="json", exclude={"metadata"}),
+                             sort_keys=True).encode())
+    return digest.hexdigest()
+

@@ -1,0 +1,150 @@
+"""The procedural backend: planner, generator and refiner that need no model and no network.
+
+- `ProceduralPlanner.plan(i)`: difficulty, length and a sampled path for item i, from
+  `derive_seed(run_seed, "plan", i)` only.
+- `ProceduralGenerator.generate(bp)`: assembles the task; when a step does not apply to its
+  input or the instruction would state an answer, it retries with the next sub-seed.
+- `ProceduralRefiner.refine(draft, verdicts)`: a procedural draft that failed is not edited
+  but regenerated from a new sub-seed of the same blueprint (new data, same skills).
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from taskloom.generators.procedural.assemble import GenerationFailed, assemble, build_task
+from taskloom.generators.procedural.primitives import PRIMITIVES
+from taskloom.generators.protocols import (
+    DIMENSIONS,
+    STEP_RANGES,
+    Blueprint,
+    Difficulty,
+    Draft,
+)
+from taskloom.models import Frozen, Verdict
+from taskloom.seeding import derive_seed, rng_for
+from taskloom.skill_graph.model import SkillGraph
+from taskloom.skill_graph.sampling import PathSampler
+
+GENERATION_ATTEMPTS = 12
+PLAN_ATTEMPTS = 25
+
+
+class PlanSettings(Frozen):
+    """What the planner may choose from."""
+
+    seed: int = Field(default=0, description="Run seed.")
+    difficulty: Difficulty | None = Field(
+        default=None, description="Fixed difficulty; None draws each dimension per item.")
+    scenario: str | None = Field(default=None, description="Only plan in this scenario.")
+    skills: tuple[str, ...] = Field(default=(), description="Only use these skills (if set).")
+
+
+class ProceduralPlanner:
+    """Plans item i from (settings, graph, i) alone."""
+
+    def __init__(self, graph: SkillGraph, settings: PlanSettings) -> None:
+        self.graph = graph
+        self.settings = settings
+        allowed = set(PRIMITIVES) & set(graph.skills)
+        if settings.skills:
+            allowed &= set(settings.skills)
+        self.sampler = PathSampler(graph, allowed)
+
+    def plan(self, index: int) -> Blueprint:
+        """The blueprint of item `index`: the first sampled path the generator can realize.
+
+        Sampling is type-aware but cannot know whether, say, a one-line report leaves
+        anything for a text filter; a dry run of the assembler (milliseconds) settles it.
+        """
+        rng = rng_for(self.settings.seed, "plan", index)
+        difficulty = self.settings.difficulty or Difficulty(
+            **{name: rng.choice((1, 2, 3)) for name in DIMENSIONS})
+        low, high = STEP_RANGES[difficulty.steps]
+        length = rng.randint(low, high)
+        seed = derive_seed(self.settings.seed, "generate", index)
+        fallback = None
+        for _ in range(PLAN_ATTEMPTS):
+            path = self.sampler.sample(rng, length, tool_breadth=difficulty.tool_breadth,
+                                       scenario=self.settings.scenario)
+            achieved = next(level for level, (lo, hi) in STEP_RANGES.items()
+                            if lo <= len(path.skills) <= hi)
+            blueprint = Blueprint(index=index, seed=seed, scenario=path.scenario,
+                                  path=path.skills, via=path.via,
+                                  difficulty=difficulty.model_copy(update={"steps": achieved}))
+            fallback = fallback or blueprint
+            if self.realizable(blueprint):
+                return blueprint
+        return fallback
+
+    def realizable(self, blueprint: Blueprint) -> bool:
+        """True when the generator can assemble the blueprint within its first attempts."""
+        for attempt in range(3):
+            try:
+                assemble(blueprint, self.graph, attempt)
+            except GenerationFailed:
+                continue
+            return True
+        return False
+
+
+class ProceduralGenerator:
+    """Assembles tasks from blueprints, retrying sub-seeds when a step does not apply."""
+
+    name = "procedural"
+
+    def __init__(self, graph: SkillGraph) -> None:
+        self.graph = graph
+
+    def generate(self, blueprint: Blueprint, *, first_attempt: int = 0) -> Draft:
+        """A draft for `blueprint`.
+
+        Raises:
+            GenerationFailed: No sub-seed produced a usable task; the message says why.
+        """
+        reasons = []
+        for attempt in range(first_attempt, first_attempt + GENERATION_ATTEMPTS):
+            try:
+                task, parts = build_task(blueprint, self.graph, attempt)
+            except GenerationFailed as exc:
+                reasons.append(str(exc))
+                continue
+            return Draft(blueprint=blueprint, task=task, expected_values=parts.answers,
+                         generator=task.config.metadata["generator"], attempt=attempt)
+        raise GenerationFailed(f"no usable task in {GENERATION_ATTEMPTS} attempts; last: "
+                               f"{reasons[-1]}")
+
+
+class ProceduralRefiner:
+    """Regenerates a failed procedural draft from the next block of sub-seeds."""
+
+    def __init__(self, generator: ProceduralGenerator) -> None:
+        self.generator = generator
+
+    def refine(self, draft: Draft, verdicts: tuple[Verdict, ...]) -> Draft:
+        """A fresh draft of the same blueprint (verdicts inform nothing procedural)."""
+        return self.generator.generate(draft.blueprint,
+                                       first_attempt=draft.attempt + GENERATION_ATTEMPTS)
+
+
+def blueprint_for(graph: SkillGraph, skills: tuple[str, ...], *, seed: int, index: int = 0,
+                  difficulty: Difficulty | None = None,
+                  scenario: str | None = None) -> Blueprint:
+    """A blueprint for an explicit skill path (tests, on-demand requests).
+
+    Raises:
+        ValueError: A skill is unknown or consecutive skills do not chain by type.
+    """
+    for skill in skills:
+        if skill not in graph.skills:
+            raise ValueError(f"unknown skill {skill!r}")
+    for first, second in zip(skills, skills[1:], strict=False):
+        if not graph.chains(first, second):
+            raise ValueError(f"{first} produces {graph.skills[first].produces}, which "
+                             f"{second} cannot consume")
+    difficulty = difficulty or Difficulty()
+    framing = scenario or graph.scenarios_of(skills[0])[0]
+    via = tuple(next((s for s in graph.scenarios_of(b) if s in graph.scenarios_of(a)), framing)
+                for a, b in zip(skills, skills[1:], strict=False))
+    return Blueprint(index=index, seed=derive_seed(seed, "generate", index, *skills),
+                     scenario=framing, path=skills, via=via, difficulty=difficulty)

@@ -1,0 +1,25 @@
+"""The registry of procedural primitives (one module per area) and input sources.
+
+Importing this package registers every primitive in `PRIMITIVES` (skill id -> function)
+and every source in `SOURCES` (artifact type -> function).
+"""
+
+from taskloom.generators.procedural import sources  # noqa: F401 - registers the sources
+from taskloom.generators.procedural.primitives import (  # noqa: F401 - each registers its skills
+    archives,
+    config,
+    cron,
+    csvdata,
+    files,
+    git,
+    integrity,
+    jsondata,
+    logs,
+    perms,
+    scripting,
+    sqlite,
+    text,
+)
+from taskloom.generators.procedural.primitives.base import PRIMITIVES, SOURCES
+
+__all__ = ["PRIMITIVES", "SOURCES"]

@@ -1,0 +1,1 @@
+"""archives primitives (being written)."""

@@ -1,0 +1,133 @@
+"""How a skill becomes a procedural primitive, and how input data is made.
+
+A primitive is a function `(ctx, input artifact) -> StepResult` registered for a skill id
+with `@primitive("area.skill")`. It must:
+- compute its output in Python from the input artifact (the expected values);
+- give an instruction sentence in at least three phrasings (`ctx.phrase`), naming the
+  output path and format, and an output `phrase` for goal-only instructions;
+- give a bash solution fragment that uses the real tools (quote paths with `q`);
+- give checks on its output (`ctx.compare(...)` picks the strictness);
+- change its input: a step whose output equals its input would be a weak step.
+A source is a function `(ctx) -> Artifact` registered with `@source("type")` that writes
+realistic input data into `ctx.world` and describes it. Raise `NotApplicable` when an
+input cannot support the step (the generator then tries another plan).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from taskloom.generators.procedural.artifacts import Artifact
+from taskloom.generators.procedural.checks import Check, Compare
+from taskloom.generators.procedural.domains import Domain
+from taskloom.generators.procedural.world import World
+from taskloom.generators.protocols import Difficulty
+
+
+class NotApplicable(Exception):  # noqa: N818 - a signal to resample, not an error
+    """This primitive cannot work on this input; the generator resamples."""
+
+
+@dataclass
+class StepResult:
+    """What one step contributes to the task."""
+
+    output: Artifact
+    instruction: str  # imperative sentence(s) naming the output path and format
+    solution: str  # bash lines
+    checks: list[Check]
+    tools: tuple[str, ...]
+    notes: tuple[str, ...] = ()  # extra instruction notes (malformed lines, formats)
+    side_effect: bool = False  # its checks always run, even when its output is intermediate
+
+
+@dataclass
+class StepContext:
+    """Everything a primitive or source may use; all randomness comes from `rng`."""
+
+    rng: random.Random
+    difficulty: Difficulty
+    domain: Domain
+    world: World
+    step: int  # 1-based
+    steps: int
+    used_names: set[str] = field(default_factory=set)
+
+    @property
+    def final(self) -> bool:
+        """True for the last step of the workflow."""
+        return self.step == self.steps
+
+    def phrase(self, options: list[str]) -> str:
+        """One of several phrasings (primitives give at least three)."""
+        if len(options) < 3:
+            raise ValueError("a primitive needs at least three phrasings")
+        return self.rng.choice(options)
+
+    def count(self, small: tuple[int, int], medium: tuple[int, int],
+              large: tuple[int, int]) -> int:
+        """A size chosen by the data-volume level."""
+        low, high = (small, medium, large)[self.difficulty.data_volume - 1]
+        return self.rng.randint(low, high)
+
+    def compare(self, *, order_matters: bool = False) -> Compare:
+        """Text comparison mode for the output strictness level."""
+        level = self.difficulty.strictness
+        if level == 3:
+            return "exact"
+        if level == 2 or order_matters:
+            return "lines"
+        return "set"
+
+    def output_path(self, stem: str, ext: str, directory: str | None = None) -> str:
+        """A fresh output path; at edge-case level 3 names get spaces and non-ASCII."""
+        folder = directory or f"{self.world.workdir}/output"
+        name = stem
+        if self.difficulty.edge_cases == 3:
+            name = self.rng.choice([f"{stem} final", f"{stem}-résumé", f"{stem} (v2)",
+                                    f"{stem}_ü"])
+        elif self.difficulty.edge_cases == 2 and self.rng.random() < 0.5:
+            name = f"{stem} copy"
+        candidate = f"{folder}/{name}.{ext}" if ext else f"{folder}/{name}"
+        number = 2
+        while candidate in self.used_names or self.world.exists(candidate):
+            candidate = f"{folder}/{name}-{number}.{ext}" if ext else f"{folder}/{name}-{number}"
+            number += 1
+        self.used_names.add(candidate)
+        return candidate
+
+    def hint(self, text: str) -> str:
+        """A tool hint, shown only at the most explicit specification level."""
+        return f" ({text})" if self.difficulty.specification == 1 else ""
+
+
+PrimitiveFn = Callable[[StepContext, Artifact], StepResult]
+SourceFn = Callable[[StepContext], Artifact]
+PRIMITIVES: dict[str, PrimitiveFn] = {}
+SOURCES: dict[str, SourceFn] = {}
+
+
+def primitive(skill_id: str) -> Callable[[PrimitiveFn], PrimitiveFn]:
+    """Register a primitive for a skill of the graph."""
+
+    def register(function: PrimitiveFn) -> PrimitiveFn:
+        if skill_id in PRIMITIVES:
+            raise ValueError(f"two primitives for skill {skill_id}")
+        PRIMITIVES[skill_id] = function
+        return function
+
+    return register
+
+
+def source(type_name: str) -> Callable[[SourceFn], SourceFn]:
+    """Register the generator of input data for an artifact type."""
+
+    def register(function: SourceFn) -> SourceFn:
+        if type_name in SOURCES:
+            raise ValueError(f"two sources for type {type_name}")
+        SOURCES[type_name] = function
+        return function
+
+    return register

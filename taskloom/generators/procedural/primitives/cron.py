@@ -1,0 +1,1 @@
+"""cron primitives (being written)."""

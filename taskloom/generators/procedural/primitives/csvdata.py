@@ -1,0 +1,1 @@
+"""csvdata primitives (being written)."""

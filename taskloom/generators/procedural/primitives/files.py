@@ -1,0 +1,1 @@
+"""files primitives (being written)."""

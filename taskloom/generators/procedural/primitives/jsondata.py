@@ -1,0 +1,1 @@
+"""jsondata primitives (being written)."""

@@ -1,0 +1,1 @@
+"""perms primitives (being written)."""

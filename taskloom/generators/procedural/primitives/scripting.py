@@ -1,0 +1,1 @@
+"""scripting primitives (being written)."""

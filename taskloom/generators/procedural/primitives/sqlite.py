@@ -1,0 +1,1 @@
+"""sqlite primitives (being written)."""

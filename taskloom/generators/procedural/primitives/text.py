@@ -1,0 +1,231 @@
+"""Text processing primitives: line-oriented work on any text file (lists, logs, configs).
+
+The generic ones accept every subtype of text_file, so they chain after log, config and
+report steps. Each picks its parameters (a token, a range) from the actual lines, so the
+step always changes its input.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from taskloom.generators.procedural.artifacts import Report, TextFile
+from taskloom.generators.procedural.checks import FileText
+from taskloom.generators.procedural.primitives.base import (
+    NotApplicable,
+    StepContext,
+    StepResult,
+    primitive,
+)
+from taskloom.generators.procedural.world import q
+
+TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9-]{3,}")
+
+
+def _lines(source) -> tuple[str, ...]:
+    if not isinstance(source, TextFile) or not source.lines:
+        raise NotApplicable("needs a non-empty text file")
+    return source.lines
+
+
+def _text(lines) -> str:
+    return "".join(line + "\n" for line in lines)
+
+
+def _token(ctx: StepContext, lines: tuple[str, ...], *, share: tuple[float, float]) -> str:
+    """A word that occurs in some lines but not all (between share[0] and share[1])."""
+    counts = Counter(tok for line in set(lines) for tok in set(TOKEN.findall(line)))
+    low, high = share[0] * len(set(lines)), share[1] * len(set(lines))
+    candidates = sorted(tok for tok, n in counts.items() if low <= n <= high and n >= 1)
+    if not candidates:
+        raise NotApplicable("no word occurs in only part of the lines")
+    return ctx.rng.choice(candidates)
+
+
+@primitive("text.sort_unique")
+def sort_unique(ctx: StepContext, source) -> StepResult:
+    """Sorted distinct lines."""
+    lines = _lines(source)
+    result = tuple(sorted(set(lines)))
+    if result == lines:
+        raise NotApplicable("already sorted and unique")
+    out = ctx.output_path("unique", "txt")
+    sentence = ctx.phrase([
+        f"Write the distinct lines of {source.phrase} to {out}, sorted in byte order (as "
+        "`LC_ALL=C sort` orders them), each once.",
+        f"Deduplicate {source.phrase}: {out} must hold every different line exactly once, in "
+        "ascending byte order.",
+        f"Produce {out} with the unique lines of {source.phrase}, sorted by their bytes "
+        "(C locale order), no repeats.",
+    ]) + ctx.hint("sort -u")
+    return StepResult(
+        output=TextFile(path=out, phrase=f"the distinct lines of {source.phrase}, sorted",
+                        lines=result),
+        instruction=sentence,
+        solution=f"LC_ALL=C sort -u {q(source.path)} > {q(out)}",
+        checks=[FileText(f"{out} holds the sorted distinct lines", path=out,
+                         expected=_text(result), compare=ctx.compare(order_matters=True))],
+        tools=("sort",))
+
+
+@primitive("text.count_frequency")
+def count_frequency(ctx: StepContext, source) -> StepResult:
+    """Most frequent lines with their counts."""
+    lines = [line for line in _lines(source) if line.strip()]
+    counts = Counter(lines)
+    if len(counts) < 3 or max(counts.values()) < 2:
+        raise NotApplicable("no repeated lines")
+    top = min(len(counts), ctx.rng.randint(3, 6))
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0].encode()))[:top]
+    result = tuple(f"{count} {line}" for line, count in ranked)
+    out = ctx.output_path("frequencies", "txt")
+    sentence = ctx.phrase([
+        f"Find the {top} most frequent lines of {source.phrase} (blank lines ignored) and "
+        f"write them to {out} as `COUNT LINE`, highest count first, equal counts in byte "
+        "order of the line.",
+        f"Write to {out} the top {top} lines of {source.phrase} by number of occurrences, "
+        "each as `COUNT LINE` (a single space between); sort by count descending, then by "
+        "the line (C locale); skip blank lines.",
+        f"Which lines repeat most in {source.phrase}? Put the {top} most common in {out} as "
+        "`COUNT LINE`, descending by count, ties ordered by line bytes, ignoring blank lines.",
+    ]) + ctx.hint("sort | uniq -c | sort -k1,1nr")
+    solution = (f"grep -v '^[[:space:]]*$' {q(source.path)} | LC_ALL=C sort | uniq -c | "
+                "sed 's/^ *//' | LC_ALL=C sort -s -k1,1nr | "
+                f"head -n {top} > {q(out)}")
+    return StepResult(
+        output=Report(path=out, phrase=f"the {top} most frequent lines of {source.phrase}",
+                      lines=result),
+        instruction=sentence, solution=solution,
+        checks=[FileText(f"{out} ranks the most frequent lines", path=out,
+                         expected=_text(result), compare=ctx.compare(order_matters=True))],
+        tools=("sort", "uniq", "sed"))
+
+
+@primitive("text.replace_pattern")
+def replace_pattern(ctx: StepContext, source) -> StepResult:
+    """Replace a word everywhere."""
+    lines = _lines(source)
+    word = _token(ctx, lines, share=(0.0, 0.9))
+    new = ctx.rng.choice(["REDACTED", "migrated", "legacy", "v2"]) + "-" + word[:3].lower()
+    result = tuple(line.replace(word, new) for line in lines)
+    out = ctx.output_path("replaced", "txt")
+    sentence = ctx.phrase([
+        f"Copy {source.phrase} to {out}, replacing every occurrence of `{word}` with `{new}` "
+        "(case-sensitive, everything else unchanged).",
+        f"Write {out}: the same lines as {source.phrase} but with each `{word}` turned into "
+        f"`{new}`.",
+        f"In a copy of {source.phrase} saved as {out}, substitute `{new}` for all "
+        f"occurrences of `{word}`; do not change anything else.",
+    ]) + ctx.hint("sed 's/.../.../g'")
+    return StepResult(
+        output=TextFile(path=out, phrase=f"{source.phrase} with `{word}` replaced by `{new}`",
+                        lines=result),
+        instruction=sentence,
+        solution=f"sed 's/{word}/{new}/g' {q(source.path)} > {q(out)}",
+        checks=[FileText(f"{out} has `{word}` replaced", path=out, expected=_text(result),
+                         compare=ctx.compare(order_matters=True))],
+        tools=("sed",))
+
+
+@primitive("text.filter_lines")
+def filter_lines(ctx: StepContext, source) -> StepResult:
+    """Keep lines containing a word."""
+    lines = _lines(source)
+    word = _token(ctx, lines, share=(0.05, 0.7))
+    result = tuple(line for line in lines if word in line)
+    out = ctx.output_path("matching", "txt")
+    sentence = ctx.phrase([
+        f"Save the lines of {source.phrase} that contain `{word}` (case-sensitive) to {out}, "
+        "in their original order.",
+        f"Filter {source.phrase} down to the lines containing the text `{word}` and write "
+        f"them to {out}, order kept.",
+        f"Write every line of {source.phrase} in which `{word}` appears to {out}, keeping "
+        "the order of the file.",
+    ]) + ctx.hint("grep -F")
+    return StepResult(
+        output=TextFile(path=out, phrase=f"the lines of {source.phrase} containing `{word}`",
+                        lines=result),
+        instruction=sentence,
+        solution=f"grep -F -- {q(word)} {q(source.path)} > {q(out)}",
+        checks=[FileText(f"{out} holds the lines with `{word}`", path=out,
+                         expected=_text(result), compare=ctx.compare(order_matters=True))],
+        tools=("grep",))
+
+
+@primitive("text.count_lines")
+def count_lines(ctx: StepContext, source) -> StepResult:
+    """Count lines containing a word."""
+    lines = _lines(source)
+    word = _token(ctx, lines, share=(0.05, 0.8))
+    count = sum(word in line for line in lines)
+    out = ctx.output_path("count", "txt")
+    sentence = ctx.phrase([
+        f"Count the lines of {source.phrase} that contain `{word}` and write just the number "
+        f"to {out}.",
+        f"How many lines of {source.phrase} include `{word}`? Write the number alone to "
+        f"{out}.",
+        f"Write to {out} a single number: the count of lines in {source.phrase} containing "
+        f"`{word}` (case-sensitive).",
+    ]) + ctx.hint("grep -c")
+    return StepResult(
+        output=Report(path=out, phrase=f"the number of lines of {source.phrase} containing "
+                      f"`{word}`", lines=(str(count),)),
+        instruction=sentence,
+        solution=f"grep -cF -- {q(word)} {q(source.path)} > {q(out)} || true",
+        checks=[FileText(f"{out} holds the count", path=out, expected=f"{count}\n",
+                         compare=ctx.compare())],
+        tools=("grep",))
+
+
+@primitive("text.head_tail")
+def head_tail(ctx: StepContext, source) -> StepResult:
+    """A range of lines."""
+    lines = _lines(source)
+    if len(lines) < 6:
+        raise NotApplicable("too short to cut")
+    first = ctx.rng.randint(2, len(lines) // 2)
+    last = ctx.rng.randint(first + 1, min(len(lines) - 1, first + 40))
+    result = lines[first - 1:last]
+    out = ctx.output_path("excerpt", "txt")
+    sentence = ctx.phrase([
+        f"Write lines {first} to {last} (inclusive, counting from 1) of {source.phrase} to "
+        f"{out}.",
+        f"Extract the excerpt of {source.phrase} from line {first} through line {last} "
+        f"(1-based, both included) into {out}.",
+        f"Save {out} containing exactly lines {first}-{last} of {source.phrase} (first line "
+        "is line 1; both ends included).",
+    ]) + ctx.hint("sed -n 'A,Bp'")
+    return StepResult(
+        output=TextFile(path=out, phrase=f"lines {first}-{last} of {source.phrase}",
+                        lines=result),
+        instruction=sentence,
+        solution=f"sed -n '{first},{last}p' {q(source.path)} > {q(out)}",
+        checks=[FileText(f"{out} holds lines {first}-{last}", path=out, expected=_text(result),
+                         compare=ctx.compare(order_matters=True))],
+        tools=("sed",))
+
+
+@primitive("text.drop_blank")
+def drop_blank(ctx: StepContext, source) -> StepResult:
+    """Remove blank lines and trailing whitespace."""
+    lines = _lines(source)
+    result = tuple(line.rstrip(" \t") for line in lines if line.strip(" \t"))
+    if result == lines:
+        raise NotApplicable("no blank lines or trailing whitespace")
+    out = ctx.output_path("clean", "txt")
+    sentence = ctx.phrase([
+        f"Write {source.phrase} to {out} without its blank lines (empty or only spaces and "
+        "tabs) and without trailing spaces or tabs on the other lines.",
+        f"Clean {source.phrase} into {out}: drop lines that are empty or whitespace-only and "
+        "strip spaces/tabs at the end of every remaining line.",
+        f"Produce {out} from {source.phrase} with all blank lines removed and trailing "
+        "whitespace trimmed; line order unchanged.",
+    ]) + ctx.hint("sed -e 's/[[:blank:]]*$//' -e '/^$/d'")
+    return StepResult(
+        output=TextFile(path=out, phrase=f"{source.phrase} without blank lines", lines=result),
+        instruction=sentence,
+        solution=f"sed -e 's/[[:blank:]]*$//' -e '/^$/d' {q(source.path)} > {q(out)}",
+        checks=[FileText(f"{out} has no blank lines", path=out, expected=_text(result),
+                         compare="exact" if ctx.difficulty.strictness > 1 else "lines")],
+        tools=("sed",))

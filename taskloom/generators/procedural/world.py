@@ -1,0 +1,99 @@
+"""The world model: the environment a procedural task starts from, built up by its steps.
+
+Sources and primitives add files (content, mode, owner, mtime), users and groups, and
+setup commands (git history, SQLite loads) to the `World`; the assembler turns it into
+`environment/` (files COPY'd to their absolute paths) plus one RUN that sets owners, modes,
+times and runs the setup commands. Everything is deterministic: no clock, no global RNG.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import shlex
+from dataclasses import dataclass, field
+
+# A fixed "now" for generated data: tasks must not depend on when they are built or run.
+EPOCH_NOW = 1_764_460_800  # 2025-11-30T00:00:00Z
+DAY = 86_400
+
+
+def q(path: str) -> str:
+    """Shell-quote a path or word for a generated script."""
+    return shlex.quote(path)
+
+
+@dataclass
+class FileSpec:
+    """One file of the environment."""
+
+    content: bytes
+    mode: int = 0o644
+    owner: str = "root"
+    group: str = "root"
+    mtime: int | None = None  # epoch seconds; None keeps the build time
+
+
+@dataclass
+class World:
+    """Files, users and setup commands of a task's environment."""
+
+    workdir: str = "/app"
+    files: dict[str, FileSpec] = field(default_factory=dict)
+    dirs: dict[str, tuple[int, str, str]] = field(default_factory=dict)
+    users: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    groups: list[str] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)
+
+    def add(self, path: str, content: str | bytes, *, mode: int = 0o644, owner: str = "root",
+            group: str = "root", mtime: int | None = None) -> str:
+        """Add a file at an absolute path (replacing one already there); returns the path."""
+        if not path.startswith("/"):
+            raise ValueError(f"world paths are absolute, got {path!r}")
+        data = content.encode("utf-8") if isinstance(content, str) else content
+        self.files[posixpath.normpath(path)] = FileSpec(data, mode, owner, group, mtime)
+        return path
+
+    def mkdir(self, path: str, *, mode: int = 0o755, owner: str = "root",
+              group: str = "root") -> str:
+        """Declare a directory (created even when empty)."""
+        self.dirs[posixpath.normpath(path)] = (mode, owner, group)
+        return path
+
+    def add_group(self, name: str) -> None:
+        """Declare a group (created before any file is owned by it)."""
+        if name not in self.groups and name != "root":
+            self.groups.append(name)
+
+    def add_user(self, name: str, *groups: str) -> None:
+        """Declare a user with supplementary groups."""
+        for group in groups:
+            self.add_group(group)
+        self.users[name] = tuple(dict.fromkeys(self.users.get(name, ()) + groups))
+
+    def exists(self, path: str) -> bool:
+        """True when a file or declared directory is at `path` (or below it)."""
+        path = posixpath.normpath(path)
+        prefix = path.rstrip("/") + "/"
+        return (path in self.files or path in self.dirs or
+                any(p.startswith(prefix) for p in self.files))
+
+    def setup_script(self) -> str:
+        """Shell lines that set owners, modes and times, then run the setup commands."""
+        lines = []
+        for group in self.groups:
+            lines.append(f"getent group {q(group)} >/dev/null || groupadd {q(group)}")
+        for user, groups in self.users.items():
+            extra = f" -G {q(','.join(groups))}" if groups else ""
+            lines.append(f"id -u {q(user)} >/dev/null 2>&1 || useradd -m -s /bin/bash{extra} "
+                         f"{q(user)}")
+        for path, (mode, owner, group) in sorted(self.dirs.items()):
+            lines.append(f"mkdir -p {q(path)} && chmod {mode:o} {q(path)} && "
+                         f"chown {q(owner)}:{q(group)} {q(path)}")
+        for path, spec in sorted(self.files.items()):
+            if (spec.owner, spec.group) != ("root", "root"):
+                lines.append(f"chown {q(spec.owner)}:{q(spec.group)} {q(path)}")
+        lines.extend(self.commands)
+        for path, spec in sorted(self.files.items()):
+            if spec.mtime is not None:
+                lines.append(f"touch -h -d @{spec.mtime} {q(path)}")
+        return "\n".join(lines)

@@ -1,0 +1,455 @@
+"""Bubblewrap runtime: runs a `TrialPlan` without a container engine.
+
+The base image's files are unpacked once into a folder (`taskloom.sandbox.rootfs`). A trial
+is then a few short-lived sandboxes, each a kernel overlay over that folder, bound as `/`
+by bubblewrap:
+
+1. **setup**: `driver.py` emulates the Dockerfile steps and scans for leaked test and
+   solution files; what setup wrote stays in that sandbox's upper layer;
+2. **one sandbox per phase** (nop, oracle-1..R, mutant-k): a new overlay whose lower
+   layers are (setup layer, base), so every phase starts from the freshly set-up
+   environment by construction, with nothing to reset.
+
+Every sandbox: its own PID, network (loopback only), IPC, UTS and cgroup namespaces; the
+driver is PID 1, so a phase that kills every process cannot take it down, and when it
+exits the kernel kills whatever the phase left running; the capabilities Docker sandboxes
+keep (`KEPT_CAPABILITIES`), no-new-privileges, a seccomp filter; /proc/sys and other host
+knobs read-only (uid 0 inside is uid 0 outside: there is no user namespace); a cgroup v1
+memory (no swap), pids and CPU limit; and a wall-clock deadline after which every process
+in the sandbox's cgroup is killed. Sandboxes are plain mounts, folders and cgroups named
+after the owning process: `close()` removes them (also on Ctrl-C and errors), and a later
+runtime removes those of a process that was killed (`prune_stale`).
+
+Strict mode (a real `docker build`) has no meaning without Docker: a strict-mode task
+whose Dockerfile can be emulated on the base image runs emulated (each phase already gets a
+fresh sandbox, as strict mode asks); any other gets a failed build verdict that says to use
+`--runtime docker`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import shutil
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+from taskloom.errors import SandboxError, SandboxUnavailable
+from taskloom.sandbox import base_image, cgroups, dockerfile, mounts, rootfs, seccomp
+from taskloom.sandbox.docker_runtime import (
+    DRIVER_SOURCE,
+    KEPT_CAPABILITIES,
+    PIDS_LIMIT,
+    _decode_files,
+    _parse_driver_output,
+    _step_json,
+    _whole_trial_failure,
+)
+from taskloom.sandbox.driver import RESULT_MARKER
+from taskloom.sandbox.trial import (
+    CommandResult,
+    EnvironmentSpec,
+    Phase,
+    PhaseResult,
+    SetupResult,
+    TrialPlan,
+    TrialResult,
+)
+
+STATE_ROOT = Path("/var/lib/taskloom/sandboxes")
+OUTPUT_LIMIT = 4 * 1024 * 1024
+SLACK_SEC = 30.0
+# Paths below /proc that Docker makes read-only or hides. Without a user namespace, uid 0 in
+# the sandbox is uid 0 on the host: a writable /proc/sys/kernel/core_pattern would be the
+# host's. (bwrap covers some of these only when it judges them writable.)
+PROC_READ_ONLY = ("sys", "sysrq-trigger", "irq", "bus", "fs")
+PROC_HIDDEN_FILES = ("kcore", "keys", "latency_stats", "timer_list", "timer_stats",
+                     "sched_debug")
+PROC_HIDDEN_DIRS = ("acpi", "asound", "scsi")
+
+
+def unavailable_reasons(rootfs_root: Path = rootfs.ROOTFS_ROOT) -> list[tuple[str, str]]:
+    """Why the bwrap runtime cannot run here, as (reason, fix) pairs; empty when it can."""
+    reasons = []
+    if shutil.which("bwrap") is None:
+        reasons.append(("bubblewrap is not installed", "apt-get install -y bubblewrap"))
+    if os.geteuid() != 0:
+        userns = "available" if _user_namespaces() else "disabled"
+        reasons.append((f"not root (unprivileged user namespaces are {userns} here, but "
+                        "the runtime mounts overlays and cgroups as root; rootless mode is "
+                        "not implemented)", "run taskloom as root (sudo)"))
+    else:
+        if not mounts.overlay_supported():
+            reasons.append(("the kernel has no overlay filesystem", "modprobe overlay"))
+        missing = cgroups.missing_controllers()
+        if missing:
+            reasons.append((f"no cgroup v1 {', '.join(missing)} controller (cgroup v2-only "
+                            "hosts are not supported yet)", "use --runtime docker"))
+    if shutil.which("unshare") is None:
+        reasons.append(("unshare (util-linux) is missing", "apt-get install -y util-linux"))
+    found = rootfs.find(base_image.BASE_IMAGE, rootfs_root)
+    if found is None:
+        reasons.append((f"the root filesystem of {base_image.BASE_IMAGE} is not exported yet",
+                        rootfs.export_hint()))
+    elif found.toolbox != base_image.TOOLBOX_DIGEST:
+        reasons.append((f"{found.path} holds another package list than {base_image.BASE_IMAGE}",
+                        rootfs.export_hint() + " --force"))
+    return reasons
+
+
+def _user_namespaces() -> bool:
+    try:
+        if int(Path("/proc/sys/user/max_user_namespaces").read_text()) == 0:
+            return False
+        knob = Path("/proc/sys/kernel/unprivileged_userns_clone")
+        return not knob.exists() or knob.read_text().strip() == "1"
+    except (OSError, ValueError):
+        return False
+
+
+class BwrapRuntime:
+    """Runs trials in bubblewrap sandboxes; `close()` removes everything it created."""
+
+    name = "bwrap"
+
+    def __init__(self, *, state_root: Path = STATE_ROOT,
+                 rootfs_root: Path = rootfs.ROOTFS_ROOT) -> None:
+        reasons = unavailable_reasons(rootfs_root)
+        if reasons:
+            raise SandboxUnavailable("the bwrap runtime cannot run here: " +
+                                     "; ".join(reason for reason, _ in reasons),
+                                     fix="; ".join(fix for _, fix in reasons))
+        self.rootfs = rootfs.require(base_image.BASE_IMAGE, rootfs_root)
+        self.state_root = state_root
+        self.owner = _owner_name(os.getpid())
+        self.home = state_root / self.owner
+        self._bwrap = shutil.which("bwrap") or "bwrap"
+        self._env = {**self.rootfs.env, "HOME": "/root", "HOSTNAME": rootfs.HOSTNAME}
+        self._driver = DRIVER_SOURCE.read_bytes()
+        self._lock = threading.Lock()
+        self._live: dict[int, _Sandbox] = {}
+        self._counter = itertools.count()
+        self._closed = False
+        prune_stale(state_root)
+        state_root.mkdir(parents=True, exist_ok=True)
+        os.chmod(state_root, 0o700)
+        self.home.mkdir()
+        self._seccomp = seccomp.program()
+        try:
+            self._sysfs = self._mount_sysfs()
+        except BaseException:
+            self._remove_home()
+            raise
+        self._fixed_args = self._bwrap_args()
+
+    # -- public -------------------------------------------------------------------------
+
+    def run(self, plan: TrialPlan) -> TrialResult:
+        """Set up the environment once, then run every phase in a fresh sandbox on it.
+
+        Raises:
+            SandboxError: The machinery failed (not the task), or the runtime was closed.
+        """
+        spec, note = _runnable_environment(plan.environment)
+        if isinstance(spec, str):
+            return TrialResult(setup=_refused(spec))
+        trial = self.home / f"trial-{next(self._counter)}"
+        trial.mkdir()
+        try:
+            setup_dir = trial / "setup"
+            output = self._drive(plan, spec, setup_dir, [self.rootfs.path], phases=[],
+                                 timeout=spec.build_timeout_sec + SLACK_SEC)
+            if not output["setup"].ok:
+                return TrialResult(setup=output["setup"], leaks=output["leaks"], sandboxes=1)
+            shutil.rmtree(setup_dir / "upper" / ".taskloom", ignore_errors=True)
+            lowers = [setup_dir / "upper", self.rootfs.path]
+            results = []
+            for index, phase in enumerate(plan.phases):
+                budget = plan.tests_timeout + SLACK_SEC + (
+                    plan.solution_timeout if phase.solution else 0.0)
+                phase_output = self._drive(plan, spec, trial / f"phase-{index}", lowers,
+                                           phases=[phase], timeout=budget)
+                results.extend(phase_output["phases"])
+            return TrialResult(setup=output["setup"], phases=tuple(results),
+                               leaks=output["leaks"], sandboxes=1 + len(plan.phases),
+                               notes=(note,) if note else ())
+        finally:
+            _remove_tree(trial)
+
+    def close(self) -> None:
+        """Kill every sandbox, then unmount and delete everything this runtime made."""
+        with self._lock:
+            self._closed = True
+            live = list(self._live.values())
+        for sandbox in live:
+            sandbox.kill()
+        deadline = time.monotonic() + 15.0
+        while self._live and time.monotonic() < deadline:  # their threads clean up
+            time.sleep(0.01)
+        self._remove_home()
+
+    def __enter__(self) -> BwrapRuntime:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- sandboxes ----------------------------------------------------------------------
+
+    def _drive(self, plan: TrialPlan, spec: EnvironmentSpec, directory: Path,
+               lowers: list[Path], *, phases: list[Phase], timeout: float) -> dict:
+        """Run the driver once in a new sandbox and parse what it reports."""
+        setup = not phases
+        driver_plan = _driver_plan(plan, spec, phases=phases, setup=setup)
+        with _Sandbox(self, directory, lowers, spec) as sandbox:
+            private = sandbox.root / ".taskloom"
+            private.mkdir(mode=0o700)
+            (private / "driver.py").write_bytes(self._driver)
+            (private / "plan.json").write_text(json.dumps(driver_plan))
+            output, exit_code, timed_out = sandbox.run(timeout)
+            oom = sandbox.cgroup.oom_killed()
+        if self._closed:
+            raise SandboxError("the runtime was closed (interrupted); no new sandboxes")
+        _, marker, tail = output.rpartition(RESULT_MARKER)
+        if marker:
+            return _parse_driver_output(json.loads(tail))
+        why = ("ran past its overall deadline" if timed_out
+               else "ran out of memory" if oom else None)
+        if why is None:
+            raise SandboxError(f"the trial driver exited with code {exit_code} without a "
+                               f"result:\n{output[-2000:]}",
+                               fix="check `taskloom doctor`; the root filesystem needs "
+                                   "python3 >= 3.9 (re-export it with --force)")
+        if setup:
+            return _whole_trial_failure(phases, why, output)
+        log = f"the sandbox {why}\n{output[-4000:]}"
+        return {"phases": [PhaseResult(
+            name=phases[0].name, reward_error=f"the sandbox {why} before the tests finished",
+            tests=CommandResult(exit_code=-9, timed_out=timed_out, seconds=timeout, log=log))]}
+
+    def _bwrap_args(self) -> list[str]:
+        """The bubblewrap options every sandbox gets (the root is added per sandbox)."""
+        args = ["--proc", "/proc", "--dev", "/dev", "--ro-bind", str(self._sysfs), "/sys"]
+        for name in PROC_READ_ONLY:
+            if os.path.lexists(f"/proc/{name}"):
+                args += ["--ro-bind", f"/proc/{name}", f"/proc/{name}"]
+        for name in PROC_HIDDEN_FILES:
+            if os.path.isfile(f"/proc/{name}"):
+                args += ["--ro-bind", "/dev/null", f"/proc/{name}"]
+        for path in [f"/proc/{name}" for name in PROC_HIDDEN_DIRS] + ["/sys/firmware"]:
+            if os.path.isdir(path):
+                args += ["--tmpfs", path, "--remount-ro", path]
+        args += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+                 "--unshare-cgroup", "--hostname", rootfs.HOSTNAME, "--as-pid-1",
+                 "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+        for capability in KEPT_CAPABILITIES:
+            args += ["--cap-add", f"CAP_{capability}"]
+        return [*args, "--chdir", "/", "python3", "/.taskloom/driver.py"]
+
+    def _mount_sysfs(self) -> Path:
+        """A read-only sysfs seen from an empty network namespace, shared by the sandboxes.
+
+        bubblewrap cannot mount sysfs, and the host's /sys would list the host's network
+        interfaces; this one lists only `lo`, like Docker's with no network.
+        """
+        netns, sysfs = self.home / "netns", self.home / "sys"
+        netns.touch()
+        sysfs.mkdir()
+        done = subprocess.run(["unshare", f"--net={netns}", "mount", "-t", "sysfs", "-o",
+                               "ro,nosuid,nodev,noexec", "sysfs", str(sysfs)],
+                              capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise SandboxUnavailable(f"cannot mount a sysfs for the sandboxes: "
+                                     f"{done.stderr.strip()}",
+                                     fix="the bwrap runtime needs root and util-linux")
+        return sysfs
+
+    def _remove_home(self) -> None:
+        cgroups.remove_tree(self.owner)
+        mounts.unmount_below(self.home)
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
+class _Sandbox:
+    """One overlay + cgroup + bubblewrap process; the context manager removes all three."""
+
+    def __init__(self, runtime: BwrapRuntime, directory: Path, lowers: list[Path],
+                 spec: EnvironmentSpec) -> None:
+        self.runtime = runtime
+        self.directory = directory
+        self.lowers = lowers
+        self.spec = spec
+        self.root = directory / "root"
+        self.cgroup = cgroups.Cgroup(f"{runtime.owner}/{directory.parent.name}-"
+                                     f"{directory.name}")
+        self.process: subprocess.Popen | None = None
+
+    def __enter__(self) -> _Sandbox:
+        with self.runtime._lock:
+            if self.runtime._closed:
+                raise SandboxError("the runtime was closed (interrupted); no new sandboxes")
+            self.runtime._live[id(self)] = self
+        try:
+            for name in ("upper", "work", "root"):
+                (self.directory / name).mkdir(parents=True)
+            mounts.mount_overlay(self.lowers, self.directory / "upper",
+                                 self.directory / "work", self.root)
+            self.cgroup.create(memory_bytes=self.spec.memory_mb * 1024 * 1024,
+                               pids=PIDS_LIMIT, cpus=self.spec.cpus)
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def run(self, timeout: float) -> tuple[str, int, bool]:
+        """Start the sandbox and wait; (output, exit code, killed at the deadline)."""
+        # The first process joins the cgroups, then becomes bubblewrap: all it starts
+        # is inside them from the beginning.
+        files = [str(path) for path in self.cgroup.procs_files]
+        join = " && ".join(f'echo $$ > "${i}"' for i in range(1, len(files) + 1))
+        prefix = ["/bin/sh", "-c", f'{join} && shift {len(files)} && exec "$@"', "sh",
+                  *files, self.runtime._bwrap, "--bind", str(self.root), "/"]
+        with contextlib.ExitStack() as stack, self.runtime._lock:
+            if self.runtime._closed:  # close() either sees this process or stops it here
+                raise SandboxError("the runtime was closed (interrupted); no new sandboxes")
+            fds: tuple[int, ...] = ()
+            if self.runtime._seccomp is not None:
+                fds = (stack.enter_context(seccomp.filter_fd(self.runtime._seccomp)),)
+                prefix += ["--seccomp", str(fds[0])]
+            self.process = subprocess.Popen(
+                prefix + self.runtime._fixed_args, stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=self.runtime._env,
+                pass_fds=fds, start_new_session=True)
+        timed_out = False
+        try:
+            output, _ = self.process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            self.kill()
+            output, _ = self.process.communicate()
+        return (output[-OUTPUT_LIMIT:].decode("utf-8", "replace"), self.process.returncode,
+                timed_out)
+
+    def kill(self) -> None:
+        """SIGKILL the bubblewrap process and everything in the sandbox's cgroup."""
+        if self.process is not None:
+            with contextlib.suppress(OSError):
+                self.process.kill()
+        self.cgroup.kill()
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.kill()
+            if self.process is not None:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.process.wait(timeout=10)
+                if self.process.stdout is not None:
+                    self.process.stdout.close()
+            mounts.unmount(self.root)
+            self.cgroup.remove()
+            keep_upper = self.directory.name == "setup"
+            for name in ("work", "root") if keep_upper else ():
+                shutil.rmtree(self.directory / name, ignore_errors=True)
+            if not keep_upper:
+                shutil.rmtree(self.directory, ignore_errors=True)
+        finally:
+            with self.runtime._lock:
+                self.runtime._live.pop(id(self), None)
+
+
+def _runnable_environment(spec: EnvironmentSpec) -> tuple[EnvironmentSpec | str, str]:
+    """(spec to run, note) or (why it cannot run without Docker, "")."""
+    if not spec.build:
+        if spec.image != base_image.BASE_IMAGE:
+            return (f"the bwrap runtime has only the root filesystem of "
+                    f"{base_image.BASE_IMAGE}, not {spec.image}"), ""
+        return spec, ""
+    source = next((f for f in spec.context if f.path == "Dockerfile"), None)
+    if source is None:
+        return (f"the task runs the prebuilt image {spec.image or '(none)'}; the bwrap "
+                "runtime cannot pull or run images"), ""
+    try:
+        emulation = dockerfile.emulate(source.content.decode("utf-8", "replace"), spec.context)
+    except dockerfile.Unemulable as exc:
+        return f"the Dockerfile needs a real docker build ({exc})", ""
+    if emulation.image != base_image.BASE_IMAGE:
+        return (f"FROM {emulation.image}: the bwrap runtime has only the root filesystem of "
+                f"{base_image.BASE_IMAGE}"), ""
+    emulated = spec.model_copy(update={
+        "build": False, "image": emulation.image, "steps": emulation.steps,
+        "workdir": spec.workdir or emulation.workdir, "env": {**emulation.env, **spec.env},
+        "user": emulation.user})
+    return emulated, ("strict mode: the Dockerfile was emulated on the base image (the bwrap "
+                      "runtime has no image builder); every phase ran in a fresh sandbox")
+
+
+def _refused(why: str) -> SetupResult:
+    log = f"{why}: strict mode needs Docker; validate this task with --runtime docker"
+    return SetupResult(ok=False, log=log,
+                       command=CommandResult(exit_code=1, timed_out=False, seconds=0.0, log=log))
+
+
+def _driver_plan(plan: TrialPlan, spec: EnvironmentSpec, *, phases: list[Phase],
+                 setup: bool) -> dict:
+    """plan.json for one driver run: setup (+ leak scan) alone, or one phase alone."""
+    keys = {phase.solution for phase in phases if phase.solution in plan.solutions}
+    return {
+        "setup": [_step_json(step) for step in spec.steps] if setup else [],
+        "setup_timeout": spec.build_timeout_sec,
+        "env": spec.env,
+        "workdir": spec.workdir or "/",
+        "agent_user": plan.agent_user or spec.user,
+        "verifier_user": plan.verifier_user or spec.user,
+        "solution_env": plan.solution_env,
+        "verifier_env": plan.verifier_env,
+        "tests": _decode_files(plan.tests) if phases else [],
+        "solutions": {key: _decode_files(plan.solutions[key]) for key in keys},
+        "phases": [{"name": p.name, "solution": p.solution} for p in phases],
+        "solution_timeout": plan.solution_timeout,
+        "tests_timeout": plan.tests_timeout,
+        "log_limit": plan.log_limit,
+        "leak_fingerprints": [f.model_dump() for f in plan.leak_fingerprints]
+        if setup else [],
+    }
+
+
+def _owner_name(pid: int) -> str | None:
+    """`<pid>-<start time>`: names a process uniquely even after its pid is reused."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return f"{pid}-{fields[19]}"
+
+
+def _alive(owner: str) -> bool:
+    pid, _, _ = owner.partition("-")
+    return pid.isdigit() and _owner_name(int(pid)) == owner
+
+
+def _remove_tree(directory: Path) -> None:
+    mounts.unmount_below(directory)
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+def prune_stale(state_root: Path = STATE_ROOT) -> int:
+    """Remove the sandboxes (processes, mounts, folders, cgroups) of dead taskloom processes.
+
+    Returns:
+        How many dead processes' leftovers were removed.
+    """
+    names = set(cgroups.owners())
+    with contextlib.suppress(OSError):
+        names.update(p.name for p in state_root.iterdir() if p.is_dir())
+    removed = 0
+    for name in sorted(names):
+        if _alive(name):
+            continue
+        cgroups.remove_tree(name)
+        _remove_tree(state_root / name)
+        removed += 1
+    return removed
