@@ -34,6 +34,16 @@ app = typer.Typer(
 base_image_app = typer.Typer(help="Build or inspect the toolbox image tasks build FROM.",
                              no_args_is_help=True)
 app.add_typer(base_image_app, name="base-image")
+graph_app = typer.Typer(help="Inspect the skill graph: skills, scenarios and how they link.",
+                        no_args_is_help=True)
+app.add_typer(graph_app, name="graph")
+runs_app = typer.Typer(help="Summarise batch runs (each is one DuckDB file).",
+                       no_args_is_help=True)
+app.add_typer(runs_app, name="runs")
+
+GraphOption = Annotated[list[Path] | None, typer.Option(
+    "--graph", help="Extra skill graph TOML file(s), merged over the shipped graph "
+                    "(same ids replace ours).")]
 
 console = Console(stderr=True)
 out = Console()
@@ -71,6 +81,10 @@ def validate(
     keep_images: Annotated[bool, typer.Option(help="Keep images built in strict mode.")] = False,
     show_logs: Annotated[bool, typer.Option("--logs", help="Print the log excerpt of every "
                                                          "failed check.")] = False,
+    runtime_name: Annotated[str, typer.Option(
+        "--runtime", help="docker: containers on the Docker engine; bwrap: bubblewrap "
+                          "sandboxes over the base image's exported files (root, no daemon; "
+                          "see `taskloom doctor`).")] = "docker",
 ) -> None:
     """Prove Harbor tasks work: build → nop (reward 0) → oracle ×R (reward 1) → leakage.
 
@@ -90,7 +104,7 @@ def validate(
         raise typer.Exit(2) from exc
     try:
         folders = find_task_folders(paths)
-        runtime = open_runtime("docker", keep_images=keep_images)
+        runtime = open_runtime(runtime_name, keep_images=keep_images)  # type: ignore[arg-type]
     except TaskloomError as exc:
         raise _fail(exc) from exc
     started = time.monotonic()
@@ -158,6 +172,189 @@ def _write_report(path: Path, reports, config, elapsed: float) -> None:
     path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
 
 
+class _Bars:
+    """Rich progress bars per stage for the runner."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.bars: dict[str, int] = {}
+
+    def update(self, stage: str, done: int, total: int | None) -> None:
+        if stage not in self.bars:
+            self.bars[stage] = self.progress.add_task(stage, total=total, status="")
+        self.progress.update(self.bars[stage], completed=done, total=total)
+
+
+@app.command()
+def generate(
+    count: Annotated[int | None, typer.Option("--count", "-n", min=1,
+                                              help="Verified tasks wanted.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Run seed (same seed, same tasks).")] = None,
+    out: Annotated[Path | None, typer.Option(help="Run directory: run.duckdb + tasks/ "
+                                                  "(default runs/<backend>-seed<S>-n<N>).")
+                   ] = None,
+    workers: Annotated[int | None, typer.Option("--workers", "-w", min=1,
+                                                help="Parallel sandboxes.")] = None,
+    resume: Annotated[bool, typer.Option(help="Continue the run in --out: finished work is "
+                                              "reused, the rest runs.")] = False,
+    config_file: Annotated[Path | None, typer.Option("--config", help="Run config TOML "
+                                                     "(see examples/run.toml).")] = None,
+    overrides: Annotated[list[str] | None, typer.Option(
+        "--set", help="Override a config key, e.g. --set validation.repeats=3 "
+                      "--set difficulty.noise=3 (repeatable).")] = None,
+    backend: Annotated[str | None, typer.Option(help="procedural (offline default), llm or "
+                                                     "hybrid.")] = None,
+    runtime: Annotated[str | None, typer.Option(help="Sandbox runtime: docker or bwrap.")
+                       ] = None,
+    executor: Annotated[str | None, typer.Option(help="local (threads) or ray.")] = None,
+    scenario: Annotated[str | None, typer.Option(help="Only this scenario (see `taskloom "
+                                                      "graph stats`).")] = None,
+) -> None:
+    """Generate verified tasks: plan → generate → validate ⇄ refine → filter → export.
+
+    The run lives in one folder: run.duckdb (every stage result, resumable) and tasks/
+    (Harbor task folders). Ctrl-C stops cleanly; `--resume --out DIR` continues.
+    """
+    from taskloom.config import load_run_config
+    from taskloom.pipeline.runner import STORE_NAME, Runner, run_dir_for
+    from taskloom.pipeline.store import RunStore
+
+    options = {"count": count, "seed": seed, "workers": workers, "backend": backend,
+               "runtime": runtime, "executor": executor, "scenario": scenario}
+    try:
+        base = config_file
+        stored: dict | None = None
+        if resume:
+            if out is None:
+                raise typer.BadParameter("--resume needs --out RUN_DIR")
+            with RunStore(out / STORE_NAME, read_only=True) as store:
+                stored = (store.run_row() or {}).get("config")
+        config = load_run_config(base, overrides, **options) if stored is None else \
+            _merge_stored(stored, base, overrides, options)
+        target = out or run_dir_for(config)
+        runner = Runner(config, target, resume=resume)
+        with _progress() as progress:
+            runner.progress = _Bars(progress)
+            summary = runner.run()
+    except KeyboardInterrupt:
+        where = out or "the run directory"
+        console.print(f"[yellow]interrupted: finished work is saved; resume with[/] "
+                      f"taskloom generate --resume --out {where}", soft_wrap=True)
+        raise typer.Exit(130) from None
+    except TaskloomError as exc:
+        raise _fail(exc) from exc
+    _print_funnel(summary.funnel)
+    console.print(f"[bold]{summary.exported}[/] verified tasks of {summary.target} wanted "
+                  f"({summary.items} items tried) in {summary.seconds:.1f} s; tasks in "
+                  f"{summary.out / 'tasks'}, run store {summary.out / STORE_NAME}")
+    if summary.exported < summary.target:
+        raise typer.Exit(1)
+
+
+def _merge_stored(stored: dict, base: Path | None, overrides: list[str] | None,
+                  options: dict):
+    """A resumed run: its stored config, then the file, flags and --set given now."""
+    import tomli_w
+
+    from taskloom.config import load_run_config
+
+    merged = stored
+    if base is not None:
+        import tomllib
+
+        merged = {**stored, **tomllib.loads(base.read_text(encoding="utf-8"))}
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as handle:
+        handle.write(tomli_w.dumps(_without_none(merged)))
+    try:
+        return load_run_config(Path(handle.name), overrides, **options)
+    finally:
+        Path(handle.name).unlink()
+
+
+def _without_none(value):
+    if isinstance(value, dict):
+        return {k: _without_none(v) for k, v in value.items() if v is not None}
+    return value
+
+
+def _print_funnel(rows: list[dict]) -> None:
+    table = Table(title="funnel")
+    for column in ("stage", "in", "out", "yield", "median s", "tokens", "$"):
+        table.add_column(column, justify="left" if column == "stage" else "right")
+    for row in rows:
+        label = "per verified task" if row["stage"] == "verified" else row["stage"]
+        table.add_row(label, str(row["in"]), str(row["out"]),
+                      "-" if row["yield"] is None else f"{row['yield']:.0%}",
+                      "-" if row["median_seconds"] is None else f"{row['median_seconds']:.2f}",
+                      str(row["tokens"]), f"{row['cost_usd']:.4f}")
+    out.print(table)
+
+
+@runs_app.command("list")
+def runs_list(root: Annotated[Path, typer.Option(help="Folder holding run directories.")] = Path(
+        "runs")) -> None:
+    """One line per run found under --root: status, tasks, seed, backend."""
+    from taskloom.pipeline.runner import STORE_NAME
+    from taskloom.pipeline.store import RunStore
+
+    table = Table()
+    for column in ("run", "status", "verified", "target", "items", "seed", "backend"):
+        table.add_column(column, overflow="fold")
+    found = sorted(root.glob(f"**/{STORE_NAME}")) if root.is_dir() else []
+    for path in found:
+        try:
+            with RunStore(path, read_only=True) as store:
+                row = store.run_row() or {}
+                verified = store.query("SELECT count(*) FROM tasks")[0][0]
+                items = store.query("SELECT count(*) FROM items")[0][0]
+        except TaskloomError as exc:
+            table.add_row(str(path.parent.relative_to(root)),
+                          f"[red]unreadable: {exc.reason}[/]", "", "", "",
+                          "", "")
+            continue
+        table.add_row(str(path.parent.relative_to(root)), row.get("status", "?"), str(verified),
+                      str(row.get("target", "?")), str(items), str(row.get("seed", "?")),
+                      str(row.get("backend", "?")))
+    out.print(table if found else f"no runs under {root}")
+
+
+@runs_app.command("show")
+def runs_show(run: Annotated[Path, typer.Argument(help="A run directory.")]) -> None:
+    """The run's config, funnel, rejection reasons and coverage at a glance."""
+    from taskloom.pipeline.runner import STORE_NAME
+    from taskloom.pipeline.store import RunStore
+
+    try:
+        with RunStore(run / STORE_NAME, read_only=True) as store:
+            row = store.run_row()
+            funnel = store.query("SELECT stage, n_in, n_out, yield, median_seconds, tokens, "
+                                 "cost_usd FROM funnel ORDER BY position")
+            reasons = store.query("SELECT reason, count(*) FROM verdicts WHERE NOT passed "
+                                  "GROUP BY reason ORDER BY 2 DESC")
+            statuses = store.query("SELECT status, count(*) FROM items GROUP BY status "
+                                   "ORDER BY 2 DESC")
+            skills = store.query("SELECT count(DISTINCT s) FROM tasks, "
+                                 "unnest(CAST(skills AS VARCHAR[])) AS t(s)")[0][0]
+            scenarios = store.query("SELECT count(DISTINCT scenario) FROM tasks")[0][0]
+    except TaskloomError as exc:
+        raise _fail(exc) from exc
+    if row is None:
+        out.print("empty run store")
+        return
+    out.print(f"[bold]run {row['id']}[/] status {row['status']}, seed {row['seed']}, backend "
+              f"{row['backend']}, target {row['target']}")
+    out.print("items: " + ", ".join(f"{s or 'in progress'} {n}" for s, n in statuses))
+    out.print(f"coverage: {skills} distinct skills, {scenarios} scenarios in exported tasks")
+    if funnel:
+        _print_funnel([{"stage": f[0], "in": f[1], "out": f[2], "yield": f[3],
+                        "median_seconds": f[4], "tokens": f[5], "cost_usd": f[6]}
+                       for f in funnel])
+    if reasons:
+        out.print("failed checks: " + ", ".join(f"{r} {n}" for r, n in reasons))
+
+
 @base_image_app.command("build")
 def base_image_build(
     from_registry: Annotated[str | None, typer.Option(
@@ -193,6 +390,70 @@ def base_image_show() -> None:
 
     out.print(f"{base_image.BASE_IMAGE} (toolbox {base_image.TOOLBOX_DIGEST})")
     out.print(" ".join(base_image.TOOLBOX_PACKAGES))
+
+
+def _load_graph(extra: list[Path] | None):
+    from taskloom.skill_graph.model import load_graph
+
+    try:
+        return load_graph(extra)
+    except TaskloomError as exc:
+        raise _fail(exc) from exc
+
+
+@graph_app.command("check")
+def graph_check(graph: GraphOption = None) -> None:
+    """Check the graph: references, reachability and input/output types. Exit 1 on problems."""
+    loaded = _load_graph(graph)
+    stats = loaded.stats()
+    out.print(f"[green]ok[/]: {stats['skills']} skills, {stats['scenarios']} scenarios, "
+              f"{stats['types']} types, {stats['transitions']} typed transitions")
+
+
+@graph_app.command("stats")
+def graph_stats(graph: GraphOption = None,
+                as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False
+                ) -> None:
+    """Sizes, categories, domains, degrees and which skills have procedural primitives."""
+    from taskloom.generators.procedural.primitives import PRIMITIVES
+
+    loaded = _load_graph(graph)
+    stats = loaded.stats()
+    stats["procedural_primitives"] = len(set(PRIMITIVES) & set(loaded.skills))
+    stats["skills_without_primitive"] = sorted(set(loaded.skills) - set(PRIMITIVES))
+    if as_json:
+        out.print_json(data=stats)
+        return
+    table = Table(show_header=False)
+    for key, value in stats.items():
+        if isinstance(value, dict):
+            value = ", ".join(f"{k}: {v}" for k, v in value.items())
+        elif isinstance(value, list):
+            value = ", ".join(value) or "-"
+        table.add_row(key, str(value))
+    out.print(table)
+
+
+@graph_app.command("show")
+def graph_show(
+    scenario: Annotated[str | None, typer.Option(help="Draw only this scenario's "
+                                                      "neighbourhood.")] = None,
+    output: Annotated[Path, typer.Option("--out", help="SVG file to write.")] = Path(
+        "skill-graph.svg"),
+    graph: GraphOption = None,
+) -> None:
+    """Draw the graph (or a scenario's neighbourhood) as an SVG picture to open in a browser."""
+    from taskloom.skill_graph.render import graph_svg, scenario_svg
+
+    loaded = _load_graph(graph)
+    try:
+        text = scenario_svg(loaded, scenario) if scenario else graph_svg(loaded)
+    except KeyError as exc:
+        console.print(f"[bold red]error:[/] {exc.args[0]}")
+        raise typer.Exit(2) from exc
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(text, encoding="utf-8")
+    out.print(f"wrote {output} ({len(text) // 1024} KiB); open it in a browser")
 
 
 @app.command()

@@ -1,4 +1,8 @@
-"""Shared fixtures: the real Docker runtime (tests need the engine and the base image)."""
+"""Shared fixtures: the real sandbox runtimes (tests need the engine and the base image).
+
+`validate` runs every test that uses it on both runtimes: Docker, and bubblewrap over the
+base image's exported root filesystem (exported here first when it is missing).
+"""
 
 from __future__ import annotations
 
@@ -25,13 +29,41 @@ def docker_runtime():
     runtime.close()
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "bwrap: needs root, bubblewrap, overlayfs and cgroup v1 "
+                                       "(runs the bwrap runtime)")
+
+
+@pytest.fixture(scope="session")
+def bwrap_runtime():
+    """A BwrapRuntime; exports the root filesystem of the base image first if it is missing."""
+    from taskloom.sandbox import rootfs
+    from taskloom.sandbox.bwrap_runtime import BwrapRuntime
+    from taskloom.sandbox.docker_runtime import docker_client
+
+    if rootfs.find() is None:
+        rootfs.export_from_docker(docker_client())
+    runtime = BwrapRuntime()
+    yield runtime
+    runtime.close()
+
+
+@pytest.fixture(params=[pytest.param("docker", marks=pytest.mark.docker),
+                        pytest.param("bwrap", marks=pytest.mark.bwrap)])
+def runtime_name(request):
+    """Which runtime a test runs on; tests using `validate` run once on each."""
+    return request.param
+
+
 @pytest.fixture()
-def validate(docker_runtime):
-    """Validate one task folder with the real runtime: validate(path, **config) -> report."""
+def validate(runtime_name, request):
+    """Validate one task folder with a real runtime: validate(path, **config) -> report."""
     from taskloom.config import ValidationConfig
     from taskloom.validators.engine import validate_folder
 
+    runtime = request.getfixturevalue(f"{runtime_name}_runtime")
+
     def run(path: Path, **options):
-        return validate_folder(path, docker_runtime, ValidationConfig(**options))
+        return validate_folder(path, runtime, ValidationConfig(**options))
 
     return run

@@ -149,34 +149,20 @@ class BwrapRuntime:
     # -- public -------------------------------------------------------------------------
 
     def run(self, plan: TrialPlan) -> TrialResult:
-        """Set up the environment once, then run every phase in a fresh sandbox on it.
+        """Set up the environment and run every phase of `plan` from fresh state.
 
         Raises:
             SandboxError: The machinery failed (not the task), or the runtime was closed.
         """
-        spec, note = _runnable_environment(plan.environment)
+        spec, strict = _runnable_environment(plan.environment)
         if isinstance(spec, str):
             return TrialResult(setup=_refused(spec))
         trial = self.home / f"trial-{next(self._counter)}"
         trial.mkdir()
         try:
-            setup_dir = trial / "setup"
-            output = self._drive(plan, spec, setup_dir, [self.rootfs.path], phases=[],
-                                 timeout=spec.build_timeout_sec + SLACK_SEC)
-            if not output["setup"].ok:
-                return TrialResult(setup=output["setup"], leaks=output["leaks"], sandboxes=1)
-            shutil.rmtree(setup_dir / "upper" / ".taskloom", ignore_errors=True)
-            lowers = [setup_dir / "upper", self.rootfs.path]
-            results = []
-            for index, phase in enumerate(plan.phases):
-                budget = plan.tests_timeout + SLACK_SEC + (
-                    plan.solution_timeout if phase.solution else 0.0)
-                phase_output = self._drive(plan, spec, trial / f"phase-{index}", lowers,
-                                           phases=[phase], timeout=budget)
-                results.extend(phase_output["phases"])
-            return TrialResult(setup=output["setup"], phases=tuple(results),
-                               leaks=output["leaks"], sandboxes=1 + len(plan.phases),
-                               notes=(note,) if note else ())
+            if strict:
+                return self._run_layered(plan, spec, trial)
+            return self._run_in_place(plan, spec, trial)
         finally:
             _remove_tree(trial)
 
@@ -200,14 +186,75 @@ class BwrapRuntime:
 
     # -- sandboxes ----------------------------------------------------------------------
 
+    def _run_in_place(self, plan: TrialPlan, spec: EnvironmentSpec,
+                      trial: Path) -> TrialResult:
+        """Fast mode: one sandbox sets up and runs every phase, reset in place between them.
+
+        As in the Docker runtime's fast mode, the driver restores the state it recorded
+        after setup; phases after one whose changes it cannot undo run in a new sandbox.
+        """
+        phases = list(plan.phases)
+        results: list[PhaseResult] = []
+        setup = SetupResult(ok=True)
+        leaks: tuple = ()
+        notes: list[str] = []
+        sandboxes = 0
+        while phases:
+            sandboxes += 1
+            deadline = spec.build_timeout_sec + SLACK_SEC + sum(
+                _phase_budget(plan, phase) for phase in phases)
+            output = self._drive(plan, spec, trial / f"sandbox-{sandboxes}",
+                                 [self.rootfs.path], setup=True, phases=phases,
+                                 scan_leaks=sandboxes == 1, timeout=deadline)
+            setup = output["setup"]
+            if sandboxes == 1:
+                leaks = output["leaks"]
+            if not setup.ok:
+                break
+            results.extend(output["phases"])
+            not_run = set(output["not_run"])
+            if not_run:
+                notes.append(f"state after {results[-1].name} could not be reset in place "
+                             f"({output['dirty']}); {', '.join(output['not_run'])} ran in a "
+                             "new sandbox")
+            phases = [phase for phase in phases if phase.name in not_run]
+        return TrialResult(setup=setup, phases=tuple(results), leaks=leaks,
+                           sandboxes=sandboxes, notes=tuple(notes))
+
+    def _run_layered(self, plan: TrialPlan, spec: EnvironmentSpec,
+                     trial: Path) -> TrialResult:
+        """Strict mode: set up once into a layer, then a new sandbox on it for every phase."""
+        layer = trial / "setup"
+        output = self._drive(plan, spec, layer, [self.rootfs.path], setup=True, phases=[],
+                             scan_leaks=True, timeout=spec.build_timeout_sec + SLACK_SEC,
+                             keep_upper=True)
+        if not output["setup"].ok:
+            return TrialResult(setup=output["setup"], leaks=output["leaks"], sandboxes=1)
+        shutil.rmtree(layer / "upper" / ".taskloom", ignore_errors=True)
+        lowers = [layer / "upper", self.rootfs.path]
+        results = []
+        for index, phase in enumerate(plan.phases):
+            results += self._drive(plan, spec, trial / f"phase-{index}", lowers, setup=False,
+                                   phases=[phase], scan_leaks=False,
+                                   timeout=_phase_budget(plan, phase) + SLACK_SEC)["phases"]
+        return TrialResult(setup=output["setup"], phases=tuple(results), leaks=output["leaks"],
+                           sandboxes=1 + len(plan.phases),
+                           notes=("strict mode without Docker: the Dockerfile was emulated on "
+                                  "the base image, and every phase ran in a new sandbox on the "
+                                  "set-up layer",))
+
     def _drive(self, plan: TrialPlan, spec: EnvironmentSpec, directory: Path,
-               lowers: list[Path], *, phases: list[Phase], timeout: float) -> dict:
+               lowers: list[Path], *, setup: bool, phases: list[Phase], scan_leaks: bool,
+               timeout: float, keep_upper: bool = False) -> dict:
         """Run the driver once in a new sandbox and parse what it reports."""
-        setup = not phases
-        driver_plan = _driver_plan(plan, spec, phases=phases, setup=setup)
-        with _Sandbox(self, directory, lowers, spec) as sandbox:
+        driver_plan = _driver_plan(plan, spec, phases=phases, setup=setup,
+                                   scan_leaks=scan_leaks)
+        with _Sandbox(self, directory, lowers, spec, keep_upper=keep_upper) as sandbox:
             private = sandbox.root / ".taskloom"
             private.mkdir(mode=0o700)
+            # Written before setup starts: its ctime tells the driver's in-place reset which
+            # files setup made (newer) from those of the image (older), as /.dockerenv does
+            # in a container.
             (private / "driver.py").write_bytes(self._driver)
             (private / "plan.json").write_text(json.dumps(driver_plan))
             output, exit_code, timed_out = sandbox.run(timeout)
@@ -248,7 +295,7 @@ class BwrapRuntime:
                  "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
         for capability in KEPT_CAPABILITIES:
             args += ["--cap-add", f"CAP_{capability}"]
-        return [*args, "--chdir", "/", "python3", "/.taskloom/driver.py"]
+        return [*args, "--chdir", "/", "python3", "-S", "/.taskloom/driver.py"]
 
     def _mount_sysfs(self) -> Path:
         """A read-only sysfs seen from an empty network namespace, shared by the sandboxes.
@@ -278,8 +325,9 @@ class _Sandbox:
     """One overlay + cgroup + bubblewrap process; the context manager removes all three."""
 
     def __init__(self, runtime: BwrapRuntime, directory: Path, lowers: list[Path],
-                 spec: EnvironmentSpec) -> None:
+                 spec: EnvironmentSpec, *, keep_upper: bool) -> None:
         self.runtime = runtime
+        self.keep_upper = keep_upper
         self.directory = directory
         self.lowers = lowers
         self.spec = spec
@@ -351,40 +399,47 @@ class _Sandbox:
                     self.process.stdout.close()
             mounts.unmount(self.root)
             self.cgroup.remove()
-            keep_upper = self.directory.name == "setup"
-            for name in ("work", "root") if keep_upper else ():
-                shutil.rmtree(self.directory / name, ignore_errors=True)
-            if not keep_upper:
+            if self.keep_upper:  # a layer for later sandboxes
+                shutil.rmtree(self.directory / "work", ignore_errors=True)
+                shutil.rmtree(self.directory / "root", ignore_errors=True)
+            else:
                 shutil.rmtree(self.directory, ignore_errors=True)
         finally:
             with self.runtime._lock:
                 self.runtime._live.pop(id(self), None)
 
 
-def _runnable_environment(spec: EnvironmentSpec) -> tuple[EnvironmentSpec | str, str]:
-    """(spec to run, note) or (why it cannot run without Docker, "")."""
+def _runnable_environment(spec: EnvironmentSpec) -> tuple[EnvironmentSpec | str, bool]:
+    """(spec to run, strict) or (why it cannot run without Docker, False).
+
+    Strict mode asks for a real build and a fresh sandbox per phase: without Docker the
+    Dockerfile is emulated when it can be, and phases get new sandboxes on the set-up layer.
+    """
     if not spec.build:
         if spec.image != base_image.BASE_IMAGE:
             return (f"the bwrap runtime has only the root filesystem of "
-                    f"{base_image.BASE_IMAGE}, not {spec.image}"), ""
-        return spec, ""
+                    f"{base_image.BASE_IMAGE}, not {spec.image}"), False
+        return spec, False
     source = next((f for f in spec.context if f.path == "Dockerfile"), None)
     if source is None:
         return (f"the task runs the prebuilt image {spec.image or '(none)'}; the bwrap "
-                "runtime cannot pull or run images"), ""
+                "runtime cannot pull or run images"), False
     try:
         emulation = dockerfile.emulate(source.content.decode("utf-8", "replace"), spec.context)
     except dockerfile.Unemulable as exc:
-        return f"the Dockerfile needs a real docker build ({exc})", ""
+        return f"the Dockerfile needs a real docker build ({exc})", False
     if emulation.image != base_image.BASE_IMAGE:
         return (f"FROM {emulation.image}: the bwrap runtime has only the root filesystem of "
-                f"{base_image.BASE_IMAGE}"), ""
-    emulated = spec.model_copy(update={
+                f"{base_image.BASE_IMAGE}"), False
+    return spec.model_copy(update={
         "build": False, "image": emulation.image, "steps": emulation.steps,
         "workdir": spec.workdir or emulation.workdir, "env": {**emulation.env, **spec.env},
-        "user": emulation.user})
-    return emulated, ("strict mode: the Dockerfile was emulated on the base image (the bwrap "
-                      "runtime has no image builder); every phase ran in a fresh sandbox")
+        "user": emulation.user}), True
+
+
+def _phase_budget(plan: TrialPlan, phase: Phase) -> float:
+    """Seconds a phase may take: its solution and tests limits, plus a little."""
+    return plan.tests_timeout + 5.0 + (plan.solution_timeout if phase.solution else 0.0)
 
 
 def _refused(why: str) -> SetupResult:
@@ -394,8 +449,8 @@ def _refused(why: str) -> SetupResult:
 
 
 def _driver_plan(plan: TrialPlan, spec: EnvironmentSpec, *, phases: list[Phase],
-                 setup: bool) -> dict:
-    """plan.json for one driver run: setup (+ leak scan) alone, or one phase alone."""
+                 setup: bool, scan_leaks: bool) -> dict:
+    """plan.json for one driver run: setup and/or phases, as the Docker runtime writes it."""
     keys = {phase.solution for phase in phases if phase.solution in plan.solutions}
     return {
         "setup": [_step_json(step) for step in spec.steps] if setup else [],
@@ -413,7 +468,9 @@ def _driver_plan(plan: TrialPlan, spec: EnvironmentSpec, *, phases: list[Phase],
         "tests_timeout": plan.tests_timeout,
         "log_limit": plan.log_limit,
         "leak_fingerprints": [f.model_dump() for f in plan.leak_fingerprints]
-        if setup else [],
+        if scan_leaks else [],
+        "fresh_since": "/.taskloom/driver.py",
+        "probe_ctime": True,
     }
 
 

@@ -42,6 +42,8 @@ USR_WATCH = ("/usr", "/usr/bin", "/usr/sbin", "/usr/lib", "/usr/lib/x86_64-linux
              "/usr/lib/python3/dist-packages", "/usr/share", "/usr/include", "/usr/libexec",
              "/usr/lib/aarch64-linux-gnu")
 HARBOR_DIRS = ("/logs/agent", "/logs/verifier", "/logs/artifacts")
+# Wait after a snapshot or reset so that later changes get a new ctime (see Snapshot).
+CTIME_TICK_SEC = 0.012
 SNAPSHOT_BYTES_LIMIT = 256 * 1024 * 1024
 
 
@@ -220,8 +222,9 @@ class Snapshot:
     link updates the ctime, and a file moved onto a path brings its own inode.
     """
 
-    def __init__(self, since_ns):
+    def __init__(self, since_ns, tick=CTIME_TICK_SEC):
         # since_ns None: record metadata only (a leak scan), keep no bytes for a reset.
+        self.tick = tick
         self.root_dev = os.lstat("/").st_dev
         self.entries = {}
         self.saved = {}
@@ -249,7 +252,7 @@ class Snapshot:
         # File timestamps come from a coarse clock (one tick is up to 10 ms): let a tick
         # pass so that any later change gets a ctime different from the recorded one.
         if since_ns is not None:
-            time.sleep(0.012)
+            time.sleep(self.tick)
 
     def reset(self):
         """Bring the filesystem back to this snapshot; return a reason when impossible."""
@@ -279,7 +282,7 @@ class Snapshot:
                 os.utime(path, ns=(recorded[5], recorded[5]))
                 self.remember(path, recorded)
         if restored:
-            time.sleep(0.012)  # as in __init__: the next change must get a new ctime
+            time.sleep(self.tick)  # as in __init__: the next change must get a new ctime
         return None
 
     def remember(self, path, recorded):
@@ -321,6 +324,30 @@ class Snapshot:
             os.chown(path, uid, gid, follow_symlinks=False)
         self.remember(path, recorded)
         return None
+
+
+def fine_ctime():
+    """True when a change right after a stat gets a new ctime (multigrain timestamps).
+
+    Linux 6.13+ gives ext4, xfs, btrfs and tmpfs inodes whose ctime was just read a
+    fine-grained ctime at their next change, so the snapshot needs no tick to pass. A
+    coarse clock shows up as an unchanged ctime (a 1-10 ms tick against microseconds here).
+    """
+    probe = "/.taskloom/ctime-probe"
+    try:
+        for _ in range(3):
+            with open(probe, "wb"):
+                pass
+            before = os.lstat(probe).st_ctime_ns
+            os.chmod(probe, 0o600)
+            if os.lstat(probe).st_ctime_ns == before:
+                return False
+        return True
+    except OSError:
+        return False
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(probe)
 
 
 def usr_stamps():
@@ -575,7 +602,8 @@ def main():
                 shutil.rmtree(path)
         snapshot = None  # a single phase runs on the state setup left: no reset needed
         if len(phases) > 1 or plan["leak_fingerprints"]:
-            snapshot = Snapshot(since_ns if len(phases) > 1 else None)
+            tick = 0.0 if plan.get("probe_ctime") and fine_ctime() else CTIME_TICK_SEC
+            snapshot = Snapshot(since_ns if len(phases) > 1 else None, tick)
         if plan["leak_fingerprints"]:
             output["leaks"] = scan_leaks(snapshot, plan["leak_fingerprints"])
         for index, phase in enumerate(phases):

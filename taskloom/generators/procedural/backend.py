@@ -34,8 +34,8 @@ class PlanSettings(Frozen):
     """What the planner may choose from."""
 
     seed: int = Field(default=0, description="Run seed.")
-    difficulty: Difficulty | None = Field(
-        default=None, description="Fixed difficulty; None draws each dimension per item.")
+    difficulty: dict[str, int] = Field(
+        default_factory=dict, description="Fixed levels by dimension; others drawn per item.")
     scenario: str | None = Field(default=None, description="Only plan in this scenario.")
     skills: tuple[str, ...] = Field(default=(), description="Only use these skills (if set).")
 
@@ -58,8 +58,8 @@ class ProceduralPlanner:
         anything for a text filter; a dry run of the assembler (milliseconds) settles it.
         """
         rng = rng_for(self.settings.seed, "plan", index)
-        difficulty = self.settings.difficulty or Difficulty(
-            **{name: rng.choice((1, 2, 3)) for name in DIMENSIONS})
+        drawn = {name: rng.choice((1, 2, 3)) for name in DIMENSIONS}
+        difficulty = Difficulty(**{**drawn, **self.settings.difficulty})
         low, high = STEP_RANGES[difficulty.steps]
         length = rng.randint(low, high)
         seed = derive_seed(self.settings.seed, "generate", index)

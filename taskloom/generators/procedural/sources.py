@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
+import posixpath
 import tarfile
 from datetime import UTC, datetime
 
@@ -298,22 +299,47 @@ def sqlite_db(ctx: StepContext) -> SqliteDb:
                     table=table, columns=types, rows=typed_rows)
 
 
+def normalized_name(name: str) -> str:
+    """A file name made lowercase (ASCII letters) with dashes for spaces.
+
+    The rule of `files.rename_normalize`; sources keep these unique within a tree so the
+    renaming never makes two files collide.
+    """
+    return "".join(c.lower() if "A" <= c <= "Z" else c for c in name).replace(" ", "-")
+
+
+def _needs_normalizing(relpath: str) -> bool:
+    name = relpath.rsplit("/", 1)[-1]
+    return normalized_name(name) != name
+
+
 def tree_files(ctx: StepContext, count: int) -> list[TreeFile]:
-    """Files of a project/document tree: nested folders, sizes, ages and extensions."""
+    """Files of a project/document tree: nested folders, sizes, ages and extensions.
+
+    Some names are capitalized (as people name files); at edge-case level 2+ some have
+    spaces, non-ASCII letters or upper case. Names stay unique after `normalized_name`.
+    """
     domain = ctx.domain
     folders = ["", *ctx.rng.sample(("docs", "archive", "incoming", "shared", "2025", "old",
                                     "drafts", "exports"), 3)]
     files: dict[str, TreeFile] = {}
+    taken: set[str] = set()
     while len(files) < count:
         folder = ctx.rng.choice(folders)
         stem = ctx.rng.choice(domain.file_stems)
         number = ctx.rng.randint(1, 99)
         ext = ctx.rng.choice(domain.extensions)
         name = f"{stem}-{number:02d}.{ext}"
-        if ctx.difficulty.edge_cases >= 2 and ctx.rng.random() < 0.25:
+        roll = ctx.rng.random()
+        if ctx.difficulty.edge_cases >= 2 and roll < 0.25:
             name = ctx.rng.choice([f"{stem} {number}.{ext}", f"{stem}-ñ{number}.{ext}",
                                    f"{stem.upper()}_{number}.{ext}"])
+        elif roll > 0.85:
+            name = f"{stem.capitalize()}-{number:02d}.{ext}"
         relpath = f"{folder}/{name}".lstrip("/")
+        if normalized_name(relpath) in taken:
+            continue
+        taken.add(normalized_name(relpath))
         size = ctx.rng.choice((0, 1, 2, 5, 12, 40, 130, 300)) * 1024 + ctx.rng.randint(0, 900)
         if size == 0 and ctx.difficulty.edge_cases < 3:
             size = ctx.rng.randint(10, 900)
@@ -322,14 +348,82 @@ def tree_files(ctx: StepContext, count: int) -> list[TreeFile]:
         content = (line * (size // len(line) + 1))[:size]
         mtime = EPOCH_NOW - ctx.rng.randint(0, 400) * DAY - ctx.rng.randint(0, 86_000)
         files[relpath] = TreeFile(relpath, content, 0o644, mtime)
+    if count >= 2 and not any(_needs_normalizing(name) for name in files):
+        # Someone always saved a file with a capital letter (name normalization needs one).
+        victim = files.pop(ctx.rng.choice(sorted(files)))
+        folder, _, name = victim.relpath.rpartition("/")
+        relpath = f"{folder}/{name[:1].upper()}{name[1:]}".lstrip("/")
+        files[relpath] = TreeFile(relpath, victim.content, victim.mode, victim.mtime)
     return [files[name] for name in sorted(files)]
+
+
+def _duplicates(ctx: StepContext, files: list[TreeFile]) -> list[TreeFile]:
+    """Copies of some files under other names or folders (same bytes, later mtime)."""
+    taken = {normalized_name(f.relpath) for f in files}
+    folders = sorted({f.relpath.rpartition("/")[0] for f in files})
+    originals = [f for f in files if f.content]
+    copies: list[TreeFile] = []
+    for _ in range(min(len(originals), ctx.count((1, 2), (2, 4), (3, 6)))):
+        original = ctx.rng.choice(originals)
+        name = original.relpath.rpartition("/")[2]
+        base, dot, ext = name.partition(".")
+        folder = ctx.rng.choice(folders)
+        choices = [name, f"{base}-copy{dot}{ext}", f"{base}-2{dot}{ext}"]
+        if ctx.difficulty.edge_cases >= 2:
+            choices.append(f"{base} (1){dot}{ext}")
+        relpath = f"{folder}/{ctx.rng.choice(choices)}".lstrip("/")
+        if normalized_name(relpath) in taken:
+            continue
+        taken.add(normalized_name(relpath))
+        mtime = min(EPOCH_NOW - 3600, (original.mtime or EPOCH_NOW) +
+                    ctx.rng.randint(1, 30) * DAY)
+        copies.append(TreeFile(relpath, original.content, original.mode, mtime))
+    return copies
+
+
+def _dated_backups(ctx: StepContext) -> list[TreeFile]:
+    """A folder of backups named `PREFIX-YYYY-MM-DD.EXT` (one per day or week)."""
+    folder = ctx.rng.choice(("backups", "snapshots", "nightly"))
+    if ctx.difficulty.edge_cases == 3:
+        folder = f"{folder} (nas)"
+    prefix = f"{ctx.domain.name}-{ctx.rng.choice(('db', 'site', 'data', 'config'))}"
+    ext = ctx.rng.choice(("tar.gz", "sql.gz", "zip"))
+    every = ctx.rng.choice((1, 1, 2, 7)) * DAY
+    moment = EPOCH_NOW - ctx.rng.randint(1, 3) * DAY
+    moment -= moment % DAY
+    series = []
+    for _ in range(ctx.count((5, 7), (8, 14), (15, 30))):
+        stamp = day(moment)
+        content = f"{prefix} backup taken {stamp}\n".encode() * ctx.rng.randint(20, 400)
+        series.append(TreeFile(f"{folder}/{prefix}-{stamp}.{ext}", content, 0o644,
+                               moment + 2 * 3600 + ctx.rng.randint(0, 3000)))
+        moment -= every
+    extras = []
+    if ctx.difficulty.noise >= 2:  # look-alikes that are not dated backups
+        newest = series[0]
+        extras.append(TreeFile(f"{folder}/{prefix}-latest.{ext}", newest.content, 0o644,
+                               newest.mtime))
+        extras.append(TreeFile(f"{folder}/README.txt",
+                               b"Nightly backups are written here by the backup job.\n",
+                               0o644, EPOCH_NOW - 200 * DAY))
+    if ctx.difficulty.noise == 3:
+        partial = series[ctx.rng.randrange(len(series))]
+        extras.append(TreeFile(f"{partial.relpath}.partial", partial.content[:100], 0o644,
+                               partial.mtime))
+    return series + extras
 
 
 @source("file_tree")
 def file_tree(ctx: StepContext) -> FileTree:
-    """A directory of assorted files with realistic sizes and ages."""
+    """A directory of assorted files with realistic sizes and ages.
+
+    Besides the domain's files it holds a few duplicates (same bytes, another name or
+    folder) and a folder of dated backups, so search and pruning skills always apply.
+    """
     root = data_dir(ctx, ctx.rng.choice(("files", "share", "library", "storage")))
     files = tree_files(ctx, ctx.count((6, 10), (20, 45), (80, 200)))
+    files += _duplicates(ctx, files)
+    files += _dated_backups(ctx)
     for item in files:
         ctx.world.add(f"{root}/{item.relpath}", item.content, mode=item.mode, mtime=item.mtime)
     for index in range(noisy(ctx)):
@@ -344,15 +438,18 @@ def file_tree(ctx: StepContext) -> FileTree:
 def checksum_list(ctx: StepContext) -> ChecksumList:
     """A tree with a sha256 manifest made before some files were corrupted or removed."""
     tree = file_tree(ctx)
-    manifest = tuple(f"{hashlib.sha256(f.content).hexdigest()}  {f.relpath}"
-                     for f in tree.files if not f.relpath.startswith("."))
-    changed = ctx.rng.sample([f for f in tree.files if not f.relpath.startswith(".")],
-                             k=min(3, max(1, len(tree.files) // 5)))
+    listed = [f for f in tree.files if not f.relpath.startswith(".")]
+    manifest = tuple(f"{hashlib.sha256(f.content).hexdigest()}  {f.relpath}" for f in listed)
+    victims = ctx.rng.sample(listed, k=min(len(listed), 3, len(listed) // 5 + 1))
+    changed, removed = (victims[:-1], victims[-1:]) if len(victims) > 1 else (victims, [])
     files = {f.relpath: f for f in tree.files}
     for victim in changed:
         damaged = victim.content[:-1] + b"#" if victim.content else b"#"
         files[victim.relpath] = TreeFile(victim.relpath, damaged, victim.mode, victim.mtime)
         ctx.world.add(f"{tree.path}/{victim.relpath}", damaged, mtime=victim.mtime)
+    for victim in removed:
+        del files[victim.relpath]
+        del ctx.world.files[posixpath.normpath(f"{tree.path}/{victim.relpath}")]
     path = f"{tree.path}/SHA256SUMS"
     text = "".join(line + "\n" for line in manifest)
     ctx.world.add(path, text)
@@ -399,6 +496,9 @@ def config_file(ctx: StepContext) -> ConfigFile:
                     (service, "log_level", ctx.rng.choice(("debug", "info", "warn")))]
         if ctx.rng.random() < 0.5:
             entries.append((service, "timeout_ms", str(ctx.rng.randint(100, 5000))))
+    if ctx.difficulty.edge_cases >= 2:  # a value with spaces
+        first = entries[0][0]
+        entries.insert(1, (first, "description", f"{first} service of {domain.org}"))
     lines = [f"# {domain.org} service configuration", ""]
     section = None
     for sect, key, value in entries:
@@ -407,6 +507,10 @@ def config_file(ctx: StepContext) -> ConfigFile:
                 lines.append("")
             lines.append(f"[{sect}]")
             section = sect
+        if ctx.difficulty.noise >= 2 and ctx.rng.random() < 0.3:  # comments, old settings
+            lines.append(ctx.rng.choice([f"# {key} = {ctx.rng.randint(1, 99)}",
+                                         f"; {key} was changed during the last review",
+                                         f"#{key} = {value}"]))
         lines.append(f"{key} = {value}")
     path = f"/etc/{domain.name}/{spaced(ctx, 'services.ini')}"
     ctx.world.add(path, "".join(line + "\n" for line in lines))
@@ -429,31 +533,50 @@ def text_file(ctx: StepContext) -> TextFile:
     return TextFile(path=path, phrase=f"the list {path}", lines=tuple(lines))
 
 
+SURNAMES = ("Moreau", "Okafor", "Lindqvist", "Tanaka", "Novak", "Haddad", "Silva",
+            "Kowalski", "Mensah", "Ferreira", "Brennan", "Ivanova")
+
+
 @source("git_repo")
 def git_repo(ctx: StepContext) -> GitRepo:
-    """A repository with a believable history, built at image build time."""
+    """A repository with a believable history, built at image build time.
+
+    Authors have full names; most commit subjects reference a unique issue number
+    (`(#412)`); some commits add a notes file under docs/. Dates, authors and committers
+    are fixed, so every commit hash is a function of the generated data.
+    """
     domain = ctx.domain
     root = data_dir(ctx, "repo")
-    authors = ctx.rng.sample(domain.people, 3)
+    people = ctx.rng.sample(domain.people, 3 if ctx.difficulty.data_volume == 1 else 4)
+    surnames = ctx.rng.sample(SURNAMES, len(people))
+    authors = [(f"{first.capitalize()} {last}", f"{first}.{last.lower()}@example.com")
+               for first, last in zip(people, surnames, strict=True)]
     files = {f"src/{stem}.py": f'"""{stem} module of {domain.org}."""\n'
              for stem in ctx.rng.sample(("app", "util", "config", "cli", "store", "net"), 3)}
     files["README.md"] = f"# {domain.org}\n"
     commits = []
     moment = EPOCH_NOW - 60 * DAY
     state = dict(files)
-    commits.append(Commit("Initial commit", authors[0], f"{authors[0]}@example.com", moment,
-                          tuple(sorted(state.items()))))
+    commits.append(Commit("Initial commit", *authors[0], moment, tuple(sorted(state.items()))))
     verbs = ("Add", "Fix", "Refactor", "Document", "Speed up", "Handle")
-    for number in range(ctx.count((4, 6), (8, 14), (20, 35))):
+    count = ctx.count((4, 6), (8, 14), (20, 35))
+    issues = iter(ctx.rng.sample(range(100, 1000), count))
+    for number in range(count):
         moment += ctx.rng.randint(3600, 3 * DAY)
-        path = ctx.rng.choice(sorted(state))
-        author = ctx.rng.choice(authors)
+        author, email = ctx.rng.choice(authors)
         noun = ctx.rng.choice(domain.words)
-        line = f"# {noun} change {number + 1}\n"
-        state[path] = state[path] + line
-        message = f"{ctx.rng.choice(verbs)} {noun} handling in {path.split('/')[-1]}"
-        commits.append(Commit(message, author, f"{author}@example.com", moment,
-                              ((path, state[path]),)))
+        issue = next(issues)
+        reference = f" (#{issue})" if ctx.rng.random() < 0.8 else ""
+        notes = f"docs/{noun} notes.md" if ctx.difficulty.edge_cases == 3 else f"docs/{noun}.md"
+        if number and notes not in state and ctx.rng.random() < 0.15:
+            state[notes] = f"# {noun.capitalize()}\n\nNotes on {noun} for {domain.org}.\n"
+            commits.append(Commit(f"Add {noun} notes{reference}", author, email, moment,
+                                  ((notes, state[notes]),)))
+            continue
+        path = ctx.rng.choice(sorted(state))
+        state[path] = state[path] + f"# {noun} change {number + 1}\n"
+        message = f"{ctx.rng.choice(verbs)} {noun} handling in {path.split('/')[-1]}{reference}"
+        commits.append(Commit(message, author, email, moment, ((path, state[path]),)))
     staging = f"/tmp/taskloom-git/{ctx.step}"
     script = [f"git init -q -b main {q(root)}"]
     for index, commit in enumerate(commits):
@@ -471,13 +594,31 @@ def git_repo(ctx: StepContext) -> GitRepo:
     return GitRepo(path=root, phrase=f"the git repository {root}", commits=tuple(commits))
 
 
+SCRIPT_JOBS = {
+    "cleanup": ("Compress {name} logs older than a week.",
+                "find /var/log/{name} -name '*.log' -mtime +7 -exec gzip -f {{}} +"),
+    "sweep": ("Remove {name} temporary files older than two days.",
+              "find /tmp -maxdepth 1 -name '{name}-*' -mtime +2 -delete"),
+    "snapshot": ("Snapshot the {name} configuration into /var/backups.",
+                 "tar -czf \"/var/backups/{name}-etc-$(date +%F).tar.gz\" -C /etc {name}"),
+}
+
+
 @source("script")
 def script(ctx: StepContext) -> Script:
-    """A maintenance script that already exists on the host."""
+    """A maintenance script kept with the domain's data, not yet installed on the PATH.
+
+    It answers `--version` with one line, so a test can run it by name once installed.
+    """
     domain = ctx.domain
-    target = f"/var/log/{domain.name}"
-    lines = ("#!/bin/bash", f"# Compress {domain.name} logs older than a week.",
-             f"find {target} -name '*.log' -mtime +7 -exec gzip -f {{}} +")
-    path = f"/usr/local/bin/{domain.name}-{ctx.rng.choice(('cleanup', 'compact', 'sweep'))}"
+    job = ctx.rng.choice(sorted(SCRIPT_JOBS))
+    summary, command = SCRIPT_JOBS[job]
+    name = f"{domain.name}-{job}"
+    version = f"{ctx.rng.randint(1, 3)}.{ctx.rng.randint(0, 9)}"
+    lines = ("#!/bin/bash", f"# {summary.format(name=domain.name)}", "set -eu",
+             'if [ "${1:-}" = "--version" ]; then',
+             f'  echo "{name} {version}"', "  exit 0", "fi",
+             command.format(name=domain.name))
+    path = f"{data_dir(ctx, 'scripts')}/{spaced(ctx, name + '.sh')}"
     ctx.world.add(path, "".join(line + "\n" for line in lines), mode=0o755)
     return Script(path=path, phrase=f"the script {path}", lines=lines)

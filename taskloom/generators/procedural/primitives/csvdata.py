@@ -1,1 +1,512 @@
-"""csvdata primitives (being written)."""
+"""CSV primitives: filter, project, aggregate, sort, dedupe, rank and convert CSV tables.
+
+Tables have a header row and never quote values (sources guarantee no commas or quotes),
+so `awk -F,` and `cut -d,` read them exactly. What makes bash and Python agree:
+- numbers: a column is numeric when its table declares it and every value parses; decimal
+  columns have at most two decimals, sums are computed in integer cents and written with
+  exactly two decimals (awk `printf "%.2f"` gives the same digits);
+- text order is byte order (`LC_ALL=C sort`, Python's `str` order on UTF-8 text);
+- every ordering states its tie-break, or is a stable sort that keeps the input order.
+
+The helpers here (`Field`, `Condition`, number formats) are shared with the JSON and
+SQLite primitives.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections import Counter
+from dataclasses import dataclass
+from decimal import Decimal
+
+from taskloom.generators.procedural.artifacts import CsvTable, JsonDoc, Report
+from taskloom.generators.procedural.checks import FileText, JsonValue
+from taskloom.generators.procedural.primitives.base import (
+    NotApplicable,
+    StepContext,
+    StepResult,
+    primitive,
+)
+from taskloom.generators.procedural.world import q
+
+INTEGER = re.compile(r"-?[0-9]+\Z")
+DECIMAL = re.compile(r"-?[0-9]+(\.[0-9]{1,2})?\Z")
+UNSAFE = re.compile(r"[\"'\\`$\s]")  # characters a quoted literal in awk/jq/SQL must avoid
+
+
+# --- shared helpers -----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Field:
+    """One column of a table: its name, kind and the value of every row."""
+
+    name: str
+    kind: str  # "int", "decimal" (at most two decimals) or "text"
+    values: tuple  # str for CSV; str/int/float for JSON and SQLite
+
+    @property
+    def numeric(self) -> bool:
+        """True for int and decimal columns."""
+        return self.kind != "text"
+
+    def distinct(self) -> int:
+        """Number of different values."""
+        return len(set(self.values))
+
+    def categorical(self) -> bool:
+        """A text column with a few repeated values, each safe to quote in a program."""
+        count = len(self.values)
+        return (self.kind == "text" and 2 <= self.distinct() <= min(12, count - 1)
+                and all(isinstance(v, str) and v and not UNSAFE.search(v)
+                        for v in self.values))
+
+    def unique(self) -> bool:
+        """Every row has a different value."""
+        return self.distinct() == len(self.values)
+
+
+def number(value) -> Decimal:
+    """A numeric value (CSV text, int or float) as an exact decimal."""
+    return Decimal(str(value))
+
+
+def cents(value) -> int:
+    """A value with at most two decimals in integer cents."""
+    return int(number(value) * 100)
+
+
+def money(amount_cents: int) -> str:
+    """Cents written with exactly two decimals."""
+    sign = "-" if amount_cents < 0 else ""
+    whole, part = divmod(abs(amount_cents), 100)
+    return f"{sign}{whole}.{part:02d}"
+
+
+def jq_text(value) -> str:
+    """A JSON value as `jq -r` / `tostring` prints it (shortest form; 7.0 prints as 7)."""
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else repr(value)
+    return str(value)
+
+
+def lines_text(lines) -> str:
+    """Lines as newline-terminated text."""
+    return "".join(line + "\n" for line in lines)
+
+
+def names(items) -> str:
+    """`a`, `b` and `c`."""
+    quoted = [f"`{item}`" for item in items]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
+
+
+def csv_fields(table: CsvTable) -> list[Field]:
+    """The columns of a table with their kinds (numeric only when declared and parseable)."""
+    fields = []
+    for index, name in enumerate(table.header):
+        values = tuple(row[index] for row in table.rows)
+        kind = "text"
+        if name in table.numeric and values:
+            if all(INTEGER.match(v) for v in values):
+                kind = "int"
+            elif all(DECIMAL.match(v) for v in values):
+                kind = "decimal"
+        fields.append(Field(name, kind, values))
+    return fields
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A row condition: a numeric threshold (`>`/`<`) or equality with a text value."""
+
+    column: str
+    op: str  # ">", "<" or "=="
+    value: str  # an integer threshold, or the text value
+
+    def holds(self, value) -> bool:
+        """True when a row's value meets the condition."""
+        if self.op == "==":
+            return value == self.value
+        if self.op == ">":
+            return number(value) > Decimal(self.value)
+        return number(value) < Decimal(self.value)
+
+    def words(self) -> str:
+        """The condition in English: "`amount` is greater than 250"."""
+        if self.op == "==":
+            return f"`{self.column}` is `{self.value}`"
+        relation = "greater than" if self.op == ">" else "less than"
+        return f"`{self.column}` is {relation} {self.value}"
+
+    def awk(self, index: int) -> str:
+        """The condition on field `index` (0-based) of an `awk -F,` record."""
+        if self.op == "==":
+            return f'${index + 1} == "{self.value}"'
+        return f"${index + 1} {self.op} {self.value}"
+
+    def jq(self) -> str:
+        """The condition on the current object in jq."""
+        field = f'.["{self.column}"]'
+        if self.op == "==":
+            return f'{field} == "{self.value}"'
+        return f"{field} {self.op} {self.value}"
+
+    def sql(self) -> str:
+        """The condition as an SQL expression."""
+        if self.op == "==":
+            return f"\"{self.column}\" = '{self.value}'"
+        return f'"{self.column}" {self.op} {self.value}'
+
+
+def pick_condition(ctx: StepContext, fields: list[Field], *, exclude: tuple[str, ...] = (),
+                   avoid: frozenset[int] = frozenset()) -> tuple[Condition, list[int]]:
+    """A condition that some rows meet and others do not, and the indexes of those rows.
+
+    Thresholds and values are taken from the data; `avoid` are row indexes the condition
+    must not select (rows an earlier step's checks pin).
+    """
+    count = len(fields[0].values) if fields else 0
+    numeric = [f for f in fields if f.numeric and f.distinct() >= 3 and f.name not in exclude]
+    textual = [f for f in fields if f.categorical() and f.name not in exclude]
+    for _ in range(16):
+        pool = numeric if numeric and (not textual or ctx.rng.random() < 0.6) else textual
+        if not pool:
+            break
+        field = ctx.rng.choice(pool)
+        if field.numeric:
+            ordered = sorted({number(v) for v in field.values})
+            middle = ordered[len(ordered) // 4: max(len(ordered) // 4 + 1,
+                                                    3 * len(ordered) // 4)]
+            threshold = int(ctx.rng.choice(middle))
+            condition = Condition(field.name, ctx.rng.choice((">", "<")), str(threshold))
+        else:
+            counts = Counter(field.values)
+            repeated = sorted(v for v, n in counts.items() if n >= 2) or sorted(counts)
+            condition = Condition(field.name, "==", ctx.rng.choice(repeated))
+        chosen = [i for i, v in enumerate(field.values) if condition.holds(v)]
+        if 0 < len(chosen) < count and not avoid & set(chosen):
+            return condition, chosen
+    raise NotApplicable("no column gives a condition that selects part of the rows")
+
+
+def _table(source) -> CsvTable:
+    if not isinstance(source, CsvTable) or len(source.rows) < 3 or len(source.header) < 2:
+        raise NotApplicable("needs a CSV table with at least three rows and two columns")
+    return source
+
+
+def _csv(table: CsvTable, out: str, phrase: str, header, rows) -> CsvTable:
+    numeric = tuple(name for name in table.numeric if name in header)
+    return CsvTable(path=out, phrase=phrase, header=tuple(header), rows=tuple(rows),
+                    numeric=numeric)
+
+
+# --- primitives ---------------------------------------------------------------------------
+
+@primitive("csv.filter_rows")
+def filter_rows(ctx: StepContext, source) -> StepResult:
+    """Keep the rows whose column meets a condition."""
+    table = _table(source)
+    condition, chosen = pick_condition(ctx, csv_fields(table))
+    rows = tuple(table.rows[i] for i in chosen)
+    index = table.column(condition.column)
+    out = ctx.output_path("filtered-rows", "csv")
+    sentence = ctx.phrase([
+        f"Write the rows of {table.phrase} whose {condition.words()} to {out}, as CSV with "
+        "the same header and columns, rows in their original order.",
+        f"Filter {table.phrase} down to the rows where {condition.words()} and save them as "
+        f"{out}: header row first, columns unchanged, original row order kept.",
+        f"Save to {out} a copy of {table.phrase} (header included) that holds only the rows "
+        f"whose {condition.words()}, in the order they appear.",
+    ]) + ctx.hint("awk -F, with NR == 1 to keep the header")
+    output = _csv(table, out, f"the rows of {table.phrase} whose {condition.words()}",
+                  table.header, rows)
+    return StepResult(
+        output=output, instruction=sentence,
+        solution=f"awk -F, 'NR == 1 || {condition.awk(index)}' {q(table.path)} > {q(out)}",
+        checks=[FileText(f"{out} holds the rows whose {condition.words()}", path=out,
+                         expected=output.text(), compare=ctx.compare(order_matters=True))],
+        tools=("awk",))
+
+
+@primitive("csv.select_columns")
+def select_columns(ctx: StepContext, source) -> StepResult:
+    """Keep some columns, in their order in the file."""
+    table = _table(source)
+    if len(table.header) < 3:
+        raise NotApplicable("too few columns to leave some out")
+    keep = sorted(ctx.rng.sample(range(len(table.header)),
+                                 ctx.rng.randint(2, len(table.header) - 1)))
+    header = tuple(table.header[i] for i in keep)
+    rows = tuple(tuple(row[i] for i in keep) for row in table.rows)
+    out = ctx.output_path("columns", "csv")
+    listed = names(header)
+    sentence = ctx.phrase([
+        f"Write to {out} only the columns {listed} of {table.phrase}, in that order (their "
+        "order in the file), header row included; keep every row, in the original order.",
+        f"Cut {table.phrase} down to the columns {listed} and save the result as the CSV "
+        f"file {out}: header first, comma-separated, all rows in their original order.",
+        f"Produce {out} from {table.phrase} keeping just the columns {listed} (same column "
+        "order as the source), with the header row and every data row in order.",
+    ]) + ctx.hint("cut -d, -f")
+    output = _csv(table, out, f"the columns {listed} of {table.phrase}", header, rows)
+    fields = ",".join(str(i + 1) for i in keep)
+    return StepResult(
+        output=output, instruction=sentence,
+        solution=f"cut -d, -f{fields} {q(table.path)} > {q(out)}",
+        checks=[FileText(f"{out} holds the selected columns", path=out,
+                         expected=output.text(), compare=ctx.compare(order_matters=True))],
+        tools=("cut",))
+
+
+@primitive("csv.group_sum")
+def group_sum(ctx: StepContext, source) -> StepResult:
+    """Sum a numeric column per value of another column."""
+    table = _table(source)
+    fields = csv_fields(table)
+    groups = [f for f in fields if f.categorical()]
+    numeric = [f for f in fields if f.numeric]
+    if not groups or not numeric:
+        raise NotApplicable("needs a grouping column and a numeric column")
+    group, value = ctx.rng.choice(groups), ctx.rng.choice(numeric)
+    totals: dict[str, int] = {}
+    for key, amount in zip(group.values, value.values, strict=True):
+        totals[key] = totals.get(key, 0) + (cents(amount) if value.kind == "decimal"
+                                            else int(amount))
+    write = money if value.kind == "decimal" else str
+    total = f"total_{value.name}"
+    rows = tuple((key, write(totals[key])) for key in sorted(totals))
+    out = ctx.output_path("totals", "csv")
+    number_format = ("written with exactly two decimals" if value.kind == "decimal"
+                     else "written as a whole number")
+    sentence = ctx.phrase([
+        f"Compute the total `{value.name}` per `{group.name}` in {table.phrase} and write "
+        f"it to {out} as CSV with the two columns `{group.name}` and `{total}` (header row "
+        f"first), one row per `{group.name}` value sorted in byte order (as `LC_ALL=C sort` "
+        f"orders them), each total {number_format}.",
+        f"Sum `{value.name}` over the rows of {table.phrase} for each distinct "
+        f"`{group.name}` and save the result as {out}: a header row naming the columns "
+        f"`{group.name}` and `{total}`, then one row per group ordered by `{group.name}` "
+        f"(C locale byte order), totals {number_format}.",
+        f"Write {out}, a CSV summary of {table.phrase} with the columns `{group.name}` and "
+        f"`{total}` (the sum of `{value.name}` for that `{group.name}`; {number_format}): "
+        f"header first, groups sorted by `{group.name}` in byte order.",
+    ]) + ctx.hint("awk with an associative array, then LC_ALL=C sort")
+    output = CsvTable(path=out, phrase=f"the total `{value.name}` per `{group.name}` of "
+                      f"{table.phrase}", header=(group.name, total), rows=rows,
+                      numeric=(total,))
+    fmt = "%.2f" if value.kind == "decimal" else "%d"
+    g, v = table.column(group.name) + 1, table.column(value.name) + 1
+    solution = (f"{{ echo {q(group.name + ',' + total)}; awk -F, 'NR > 1 {{s[${g}] += ${v}}} "
+                f"END {{for (k in s) printf \"%s,{fmt}\\n\", k, s[k]}}' {q(table.path)} | "
+                f"LC_ALL=C sort -t, -k1,1; }} > {q(out)}")
+    return StepResult(
+        output=output, instruction=sentence, solution=solution,
+        checks=[FileText(f"{out} holds the totals per {group.name}", path=out,
+                         expected=output.text(), compare=ctx.compare(order_matters=True))],
+        tools=("awk", "sort"))
+
+
+@primitive("csv.sort_rows")
+def sort_rows(ctx: StepContext, source) -> StepResult:
+    """Order rows by a column, keeping the header first (a stable sort)."""
+    table = _table(source)
+    options = []
+    for field in csv_fields(table):
+        if field.numeric:
+            options += [(field, False), (field, True)]
+        elif field.distinct() >= 2:
+            options.append((field, False))
+    ctx.rng.shuffle(options)
+    for field, descending in options:
+        index = table.column(field.name)
+        if field.numeric:
+            rows = tuple(sorted(table.rows, key=lambda r, i=index: number(r[i]),
+                                reverse=descending))
+        else:
+            rows = tuple(sorted(table.rows, key=lambda r, i=index: r[i]))
+        if rows != table.rows:
+            break
+    else:
+        raise NotApplicable("the rows are already in every order this step could ask for")
+    if field.numeric:
+        order = "numerically, largest first" if descending else "numerically, smallest first"
+        flags = "nr" if descending else "n"
+    else:
+        order = "as text in byte order (the order of `LC_ALL=C sort`)"
+        flags = ""
+    out = ctx.output_path("sorted", "csv")
+    sentence = ctx.phrase([
+        f"Sort the rows of {table.phrase} by `{field.name}` {order} and write the result to "
+        f"{out}: the header row stays first, and rows with equal `{field.name}` keep their "
+        "original relative order.",
+        f"Write {out}: {table.phrase} with its data rows ordered by `{field.name}` {order} "
+        "(a stable sort: ties stay in their original order), header row first and "
+        "unchanged.",
+        f"Reorder {table.phrase} by the column `{field.name}` ({order}; equal values keep "
+        f"the order they had) and save it as {out} with the header on the first line.",
+    ]) + ctx.hint("head -n 1, then tail -n +2 | sort -s -t, -k")
+    output = _csv(table, out, f"the rows of {table.phrase} sorted by `{field.name}` {order}",
+                  table.header, rows)
+    key = f"-k{index + 1},{index + 1}{flags}"
+    return StepResult(
+        output=output, instruction=sentence,
+        solution=(f"{{ head -n 1 {q(table.path)}; tail -n +2 {q(table.path)} | "
+                  f"LC_ALL=C sort -s -t, {key}; }} > {q(out)}"),
+        checks=[FileText(f"{out} is sorted by {field.name}", path=out,
+                         expected=output.text(), compare=ctx.compare(order_matters=True))],
+        tools=("sort", "head", "tail"))
+
+
+def _with_duplicates(ctx: StepContext, table: CsvTable) -> CsvTable:
+    """The step-1 input with some rows repeated later in the file (written to the world)."""
+    rows = list(table.rows)
+    for row in ctx.rng.sample(table.rows, max(2, len(rows) // 6)):
+        position = rows.index(row) + 1
+        rows.insert(ctx.rng.randint(position, len(rows)), row)
+    changed = dataclasses.replace(table, rows=tuple(rows))
+    ctx.world.add(table.path, changed.text())
+    return changed
+
+
+@primitive("csv.dedupe_rows")
+def dedupe_rows(ctx: StepContext, source) -> StepResult:
+    """Drop repeated rows (or rows repeating a key), keeping the first occurrence."""
+    table = _table(source)
+    whole = len(set(table.rows)) < len(table.rows)
+    if not whole and ctx.step == 1 and ctx.rng.random() < 0.6:
+        table, whole = _with_duplicates(ctx, table), True
+    out = ctx.output_path("deduplicated", "csv")
+    if whole:
+        rows = tuple(dict.fromkeys(table.rows))
+        sentence = ctx.phrase([
+            f"Remove the duplicate rows of {table.phrase}: write to {out} the header and "
+            "each distinct row once, at the position of its first occurrence.",
+            f"{table.phrase[0].upper()}{table.phrase[1:]} contains rows that appear more than "
+            f"once. Save a copy without the repeats to {out}: header first, then every row "
+            "the first time it occurs, in the original order.",
+            f"Deduplicate {table.phrase} into {out}, keeping the first occurrence of each "
+            "identical row (and the header) and the original row order.",
+        ]) + ctx.hint("awk '!seen[$0]++'")
+        phrase = f"the distinct rows of {table.phrase}"
+        solution = f"awk '!seen[$0]++' {q(table.path)} > {q(out)}"
+        label = f"{out} holds each distinct row once"
+    else:
+        keys = [f for f in csv_fields(table) if f.categorical() and f.name not in f.values]
+        if not keys:
+            raise NotApplicable("no repeated rows and no column with repeated values")
+        key = ctx.rng.choice(keys)
+        index = table.column(key.name)
+        first: dict[str, tuple[str, ...]] = {}
+        for row in table.rows:
+            first.setdefault(row[index], row)
+        rows = tuple(first.values())
+        sentence = ctx.phrase([
+            f"Keep only the first row for each `{key.name}` of {table.phrase}: write to "
+            f"{out} the header and, for every `{key.name}` value, the first row that has it, "
+            "in the original row order.",
+            f"Deduplicate {table.phrase} on the column `{key.name}`: {out} must hold the "
+            f"header and the first row of each `{key.name}` value (later rows with the same "
+            f"`{key.name}` are dropped), order unchanged.",
+            f"Save to {out} the rows of {table.phrase} whose `{key.name}` has not appeared "
+            "in an earlier row (so one row per value, the first one), header included, in "
+            "their original order.",
+        ]) + ctx.hint(f"awk -F, '!seen[${index + 1}]++'")
+        phrase = f"the first row per `{key.name}` of {table.phrase}"
+        solution = f"awk -F, '!seen[${index + 1}]++' {q(table.path)} > {q(out)}"
+        label = f"{out} holds the first row per {key.name}"
+    output = _csv(table, out, phrase, table.header, rows)
+    return StepResult(
+        output=output, instruction=sentence, solution=solution,
+        checks=[FileText(label, path=out, expected=output.text(),
+                         compare=ctx.compare(order_matters=True))],
+        tools=("awk",))
+
+
+@primitive("csv.top_n")
+def top_n(ctx: StepContext, source) -> StepResult:
+    """Report the rows with the largest values of a numeric column."""
+    table = _table(source)
+    numeric = [f for f in csv_fields(table) if f.numeric and f.distinct() >= 2]
+    if not numeric or len(table.rows) < 4:
+        raise NotApplicable("needs a numeric column and a few rows")
+    field = ctx.rng.choice(numeric)
+    index = table.column(field.name)
+    count = ctx.rng.randint(3, min(10, len(table.rows) - 1))
+    ranked = sorted(table.rows, key=lambda r: (-number(r[index]), r[0], ",".join(r)))
+    lines = tuple(",".join(row) for row in ranked[:count])
+    first = table.header[0]
+    tie = (f"ties ordered by `{first}` in byte order, then by the whole line" if index
+           else "ties ordered by the whole line in byte order")
+    out = ctx.output_path(f"top-{count}", "txt")
+    sentence = ctx.phrase([
+        f"Write the {count} rows of {table.phrase} with the largest `{field.name}` to {out}: "
+        f"the CSV lines as they are, without the header, largest first ({tie}).",
+        f"Find the top {count} rows of {table.phrase} by `{field.name}` (numerically, "
+        f"highest first; {tie}) and save them to {out}, unchanged and without the header "
+        "row.",
+        f"Rank the data rows of {table.phrase} by `{field.name}`, descending ({tie}), and "
+        f"write the first {count} of them to {out} exactly as they appear in the file (no "
+        "header).",
+    ]) + ctx.hint("tail -n +2 | sort -t, -k...nr | head")
+    keys = f"-k{index + 1},{index + 1}nr" + (" -k1,1" if index else "")
+    return StepResult(
+        output=Report(path=out, phrase=f"the {count} rows of {table.phrase} with the "
+                      f"largest `{field.name}`", lines=lines),
+        instruction=sentence,
+        solution=(f"tail -n +2 {q(table.path)} | LC_ALL=C sort -t, {keys} | "
+                  f"head -n {count} > {q(out)}"),
+        checks=[FileText(f"{out} holds the top {count} rows by {field.name}", path=out,
+                         expected=lines_text(lines), compare=ctx.compare(order_matters=True))],
+        tools=("sort", "head", "tail"))
+
+
+TO_JSON = """python3 - {src} {out} <<'PY'
+import csv, json, sys
+ints, floats = {ints!r}, {floats!r}
+with open(sys.argv[1], newline="", encoding="utf-8") as handle:
+    rows = list(csv.DictReader(handle))
+def convert(key, value):
+    return int(value) if key in ints else float(value) if key in floats else value
+records = [{{k: convert(k, v) for k, v in row.items()}} for row in rows]
+with open(sys.argv[2], "w", encoding="utf-8") as handle:
+    json.dump(records, handle, ensure_ascii=False, indent=2)
+    handle.write("\\n")
+PY"""
+
+
+@primitive("csv.to_json")
+def to_json(ctx: StepContext, source) -> StepResult:
+    """Turn CSV rows into a JSON array of objects (numeric columns as numbers)."""
+    table = _table(source)
+    fields = csv_fields(table)
+    ints = tuple(f.name for f in fields if f.kind == "int")
+    floats = tuple(f.name for f in fields if f.kind == "decimal")
+    records = []
+    for row in table.rows:
+        record: dict = {}
+        for name, value in zip(table.header, row, strict=True):
+            record[name] = int(value) if name in ints else float(value) if name in floats \
+                else value
+        records.append(record)
+    numeric = ints + floats
+    types = (f"{names(numeric)} {'is a JSON number' if len(numeric) == 1 else 'are JSON numbers'}"
+             " and every other value is a string" if numeric else "every value is a string")
+    out = ctx.output_path(ctx.rng.choice(("records", "rows", "export")), "json")
+    sentence = ctx.phrase([
+        f"Convert {table.phrase} to a JSON array of objects in {out}: one object per data "
+        f"row, in row order, keyed by the header names; {types}.",
+        f"Write {out}: a JSON array with one object per row of {table.phrase} (same order), "
+        f"whose keys are the column names of the header; {types}.",
+        f"Turn every row of {table.phrase} into a JSON object mapping column name to value "
+        f"and save the list, in the original row order, as {out}; {types}.",
+    ]) + ctx.hint("python3 with the csv and json modules")
+    return StepResult(
+        output=JsonDoc(path=out, phrase=f"{table.phrase} as a JSON array of objects",
+                       records=tuple(records)),
+        instruction=sentence,
+        solution=TO_JSON.format(src=q(table.path), out=q(out), ints=ints, floats=floats),
+        checks=[JsonValue(f"{out} holds the rows as JSON objects", path=out,
+                          expected=records, ordered=True)],
+        tools=("python3",))

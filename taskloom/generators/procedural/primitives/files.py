@@ -1,1 +1,565 @@
-"""files primitives (being written)."""
+"""File search and organisation primitives: find, sort into folders, rename, prune, copy.
+
+Every input is a `FileTree` (a root and its files with bytes, mode and mtime). Reports give
+paths relative to the tree's root unless they say otherwise, and sort in byte order:
+`LC_ALL=C sort` in bash, `sorted` on str in Python (UTF-8 byte order is code point order).
+Times are absolute (`find -newermt @EPOCH`), never relative to the container's clock.
+
+A step that moves or deletes files in place runs only as the first step: its checks test
+the final state, so a later in-place change would break the checks of the step that made
+the tree. From step 2 on, renaming and sorting by extension work on a copy instead.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import posixpath
+from collections import defaultdict
+from datetime import UTC, datetime
+
+from taskloom.generators.procedural.artifacts import FileTree, Report, TreeFile
+from taskloom.generators.procedural.checks import FileDigests, FileText, TreeListing
+from taskloom.generators.procedural.primitives.base import (
+    NotApplicable,
+    StepContext,
+    StepResult,
+    primitive,
+)
+from taskloom.generators.procedural.sources import normalized_name
+from taskloom.generators.procedural.world import DAY, q
+
+SIZE_STEPS_KIB = (1, 2, 4, 8, 10, 16, 32, 50, 64, 100, 128, 200, 256)
+
+
+def tree_input(source, *, mtimes: bool = False) -> FileTree:
+    """The input as a non-empty file tree (with known mtimes when asked)."""
+    if not isinstance(source, FileTree) or not source.files:
+        raise NotApplicable("needs a non-empty file tree")
+    if mtimes and any(f.mtime is None for f in source.files):
+        raise NotApplicable("needs files whose modification times are known")
+    return source
+
+
+def first_step_only(ctx: StepContext, what: str) -> None:
+    """Refuse an in-place change of a tree that an earlier step made (and checks)."""
+    if ctx.step != 1:
+        raise NotApplicable(f"{what} changes the tree in place; only as the first step")
+
+
+def basename(relpath: str) -> str:
+    """The file name part of a relative path."""
+    return relpath.rpartition("/")[2]
+
+
+def extension(relpath: str) -> str:
+    """The text after the last dot of the file name ('' when there is none)."""
+    name = basename(relpath)
+    return name.rpartition(".")[2] if "." in name.lstrip(".") else ""
+
+
+def is_hidden(relpath: str) -> bool:
+    """True for a dot file (a name starting with a dot)."""
+    return basename(relpath).startswith(".")
+
+
+def text(lines) -> str:
+    """Lines as file content, each newline-terminated."""
+    return "".join(line + "\n" for line in lines)
+
+
+def stamp(epoch: int) -> str:
+    """UTC date and time for an instruction."""
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def utc_day(epoch: int) -> str:
+    """UTC date as YYYY-MM-DD."""
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d")
+
+
+def absolute_allowed(ctx: StepContext) -> bool:
+    """Absolute paths in a report are fair when the instruction names the tree's root."""
+    return ctx.step == 1 or ctx.difficulty.specification < 3
+
+
+def midnight_cutoff(ctx: StepContext, tree: FileTree) -> int:
+    """A UTC midnight with files modified both before and after it (none exactly at it)."""
+    mtimes = [f.mtime for f in tree.files if f.mtime is not None]
+    options = sorted({m - m % DAY + DAY for m in mtimes})
+    usable = [c for c in options if 0 < sum(m < c for m in mtimes) < len(mtimes)
+              and c not in mtimes and sum(m < c for m in mtimes) <= 0.7 * len(mtimes)]
+    if not usable:
+        raise NotApplicable("no date separates old files from new ones")
+    return ctx.rng.choice(usable)
+
+
+def moved_checks(label: str, root: str, files: list[TreeFile],
+                 changed: list[TreeFile]) -> list:
+    """The listing of a tree after a step, and the bytes of the files it moved or wrote."""
+    checks = [TreeListing(label, root=root, expected=tuple(f.relpath for f in files))]
+    if changed:
+        checks.append(FileDigests.of(f"the files under {root} keep their content",
+                                     {f"{root}/{f.relpath}": f.content for f in changed}))
+    return checks
+
+
+@primitive("files.find_large")
+def find_large(ctx: StepContext, source) -> StepResult:
+    """List the files above a size threshold, largest first."""
+    tree = tree_input(source)
+    sizes = [len(f.content) for f in tree.files]
+    steps = [kib for kib in SIZE_STEPS_KIB
+             if 0 < sum(size > kib * 1024 for size in sizes) <= max(1, len(sizes) // 2)]
+    if not steps:
+        raise NotApplicable("no size threshold separates large files from the rest")
+    kib = ctx.rng.choice(steps)
+    limit = kib * 1024
+    large = sorted((f for f in tree.files if len(f.content) > limit),
+                   key=lambda f: (-len(f.content), f.relpath))
+    absolute = absolute_allowed(ctx) and ctx.rng.random() < 0.3
+    shown = (lambda f: f"{tree.path}/{f.relpath}") if absolute else (lambda f: f.relpath)
+    lines = tuple(f"{len(f.content)} {shown(f)}" for f in large)
+    where = (f"PATH the absolute path (starting with {tree.path}/)" if absolute else
+             "PATH relative to that directory (no leading `./`)")
+    out = ctx.output_path("large-files", "txt")
+    sentence = ctx.phrase([
+        f"Find every regular file below {tree.phrase} (all subfolders, hidden files "
+        f"included) that is larger than {kib} KiB, i.e. more than {limit} bytes, and write "
+        f"one `SIZE PATH` line per file to {out}: SIZE in bytes, {where}; largest first, "
+        "equal sizes ordered by PATH in byte order.",
+        f"Write to {out} the files of {tree.phrase} (recursively, dot files too) whose size "
+        f"exceeds {limit} bytes ({kib} KiB), one per line as `SIZE PATH` with the size in "
+        f"bytes and {where}, sorted by size descending and then by PATH (C locale).",
+        f"Which files in {tree.phrase} take more than {kib} KiB ({limit} bytes)? List them "
+        f"in {out} as `SIZE PATH` lines (SIZE in bytes, {where}), biggest first; ties by "
+        "PATH in ascending byte order. Search all subfolders and include hidden files.",
+    ]) + ctx.hint("find -size +Nc -printf and sort")
+    fmt = "%s %p\\n" if absolute else "%s %P\\n"
+    return StepResult(
+        output=Report(path=out, phrase=f"the sizes and paths of the files larger than {kib} "
+                      f"KiB in {tree.phrase}", lines=lines),
+        instruction=sentence,
+        solution=(f"find {q(tree.path)} -type f -size +{limit}c -printf '{fmt}' | "
+                  f"LC_ALL=C sort -k1,1nr -k2 > {q(out)}"),
+        checks=[FileText(f"{out} lists the files larger than {kib} KiB", path=out,
+                         expected=text(lines), compare=ctx.compare(order_matters=True))],
+        tools=("find", "sort"))
+
+
+@primitive("files.find_old")
+def find_old(ctx: StepContext, source) -> StepResult:
+    """List the files not modified since a date."""
+    tree = tree_input(source, mtimes=True)
+    cutoff = midnight_cutoff(ctx, tree)
+    old = [f for f in tree.files if f.mtime < cutoff]
+    dated = ctx.rng.random() < 0.5
+    lines = tuple(sorted(f"{utc_day(f.mtime)} {f.relpath}" if dated else f.relpath
+                         for f in old))
+    out = ctx.output_path("stale-files", "txt")
+    if dated:
+        fmt = ("one `YYYY-MM-DD PATH` line per file (the UTC date of its last modification, "
+               "a space, its path relative to that directory), sorted in byte order (so by "
+               "date, then path)")
+    else:
+        fmt = ("one path per line, relative to that directory (no leading `./`), sorted in "
+               "byte order")
+    sentence = ctx.phrase([
+        f"List the files below {tree.phrase} (all subfolders, hidden files included) that "
+        f"were last modified before {stamp(cutoff)} in {out}: {fmt}.",
+        f"Find every file of {tree.phrase} not modified since {stamp(cutoff)} (its "
+        f"modification time is earlier) and write them to {out}, {fmt}.",
+        f"Write to {out} the files in {tree.phrase}, searched recursively and including dot "
+        f"files, whose modification time is before {stamp(cutoff)}: {fmt}.",
+    ]) + ctx.hint("find ! -newermt with an absolute date")
+    printf = "%TY-%Tm-%Td %P\\n" if dated else "%P\\n"
+    return StepResult(
+        output=Report(path=out, phrase=f"the files of {tree.phrase} last modified before "
+                      f"{stamp(cutoff)}", lines=lines),
+        instruction=sentence,
+        solution=(f"TZ=UTC find {q(tree.path)} -type f ! -newermt @{cutoff} "
+                  f"-printf '{printf}' | LC_ALL=C sort > {q(out)}"),
+        checks=[FileText(f"{out} lists the files older than the cutoff", path=out,
+                         expected=text(lines), compare=ctx.compare())],
+        tools=("find", "sort"))
+
+
+def _extension_choice(ctx: StepContext, tree: FileTree, most: int) -> list[str]:
+    """One or more extensions that match some files of the tree but not all."""
+    counts: dict[str, int] = defaultdict(int)
+    for f in tree.files:
+        if extension(f.relpath):
+            counts[extension(f.relpath)] += 1
+    options = sorted(ext for ext in counts if counts[ext] < len(tree.files))
+    if not options:
+        raise NotApplicable("no extension matches only part of the files")
+    chosen = ctx.rng.sample(options, min(len(options), ctx.rng.randint(1, most)))
+    if sum(counts[ext] for ext in chosen) >= len(tree.files):
+        chosen = chosen[:1]
+    return sorted(chosen)
+
+
+def _ends_with(relpath: str, extensions: list[str]) -> bool:
+    return any(basename(relpath).endswith("." + ext) for ext in extensions)
+
+
+def _name_tests(extensions: list[str]) -> str:
+    tests = " -o ".join(f"-name {q('*.' + ext)}" for ext in extensions)
+    return f"\\( {tests} \\)" if len(extensions) > 1 else tests
+
+
+def _ext_words(extensions: list[str]) -> str:
+    names = [f"`.{ext}`" for ext in extensions]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+
+
+@primitive("files.find_by_extension")
+def find_by_extension(ctx: StepContext, source) -> StepResult:
+    """List every file with given extensions, recursively."""
+    tree = tree_input(source)
+    extensions = _extension_choice(ctx, tree, 2)
+    found = [f for f in tree.files if _ends_with(f.relpath, extensions)]
+    absolute = absolute_allowed(ctx) and ctx.rng.random() < 0.3
+    lines = tuple(sorted(f"{tree.path}/{f.relpath}" if absolute else f.relpath
+                         for f in found))
+    where = (f"as absolute paths (starting with {tree.path}/)" if absolute else
+             "as paths relative to that directory (no leading `./`)")
+    words = _ext_words(extensions)
+    out = ctx.output_path("by-extension", "txt")
+    sentence = ctx.phrase([
+        f"List every file below {tree.phrase} (searching all subfolders) whose name ends in "
+        f"{words} in {out}, one per line, {where}, sorted in byte order.",
+        f"Find all {words} files in {tree.phrase}, recursively, and write them to {out} "
+        f"{where}, one per line, in C-locale sort order.",
+        f"Write to {out} the recursive list of files of {tree.phrase} with the extension "
+        f"{words} (case-sensitive), one path per line {where}, sorted by byte value.",
+    ]) + ctx.hint("find -name '*.ext' -printf")
+    fmt = "%p\\n" if absolute else "%P\\n"
+    return StepResult(
+        output=Report(path=out, phrase=f"the {words} files of {tree.phrase}", lines=lines),
+        instruction=sentence,
+        solution=(f"find {q(tree.path)} -type f {_name_tests(extensions)} -printf '{fmt}' | "
+                  f"LC_ALL=C sort > {q(out)}"),
+        checks=[FileText(f"{out} lists the {words} files", path=out, expected=text(lines),
+                         compare=ctx.compare())],
+        tools=("find", "sort"))
+
+
+@primitive("files.organize_by_extension")
+def organize_by_extension(ctx: StepContext, source) -> StepResult:
+    """Move (or, after step 1, copy) the top-level files into folders named by extension."""
+    tree = tree_input(source)
+    loose = [f for f in tree.files if "/" not in f.relpath and not is_hidden(f.relpath)
+             and extension(f.relpath)]
+    if len(loose) < 2:
+        raise NotApplicable("fewer than two files at the top of the tree")
+    in_place = ctx.step == 1
+    root = tree.path if in_place else ctx.output_path("sorted", "")
+    moved = [TreeFile(f"{extension(f.relpath)}/{f.relpath}", f.content, f.mode, f.mtime,
+                      f.owner, f.group) for f in loose]
+    kept = [f for f in tree.files if f not in loose] if in_place else []
+    if {f.relpath for f in moved} & {f.relpath for f in kept}:
+        raise NotApplicable("an extension folder already holds a file of the same name")
+    files = sorted(kept + moved, key=lambda f: f.relpath)
+    example = sorted(f.relpath for f in loose)[0]
+    rule = (f"a folder named after its extension, the text after the last dot of its name "
+            f"(`{example}` goes to `{extension(example)}/{example}`)")
+    if in_place:
+        sentence = ctx.phrase([
+            f"Tidy up the top level of {tree.phrase}: move every regular file that sits "
+            f"directly in it into {rule}, creating the folders as needed inside the "
+            "directory. Files in subfolders, hidden files and files without an extension "
+            "stay where they are.",
+            f"Sort the files directly inside {tree.phrase} (not those in its subfolders, and "
+            f"not dot files) into {rule}; the folders go in that same directory. Move the "
+            "files, do not copy them.",
+            f"In {tree.phrase}, each non-hidden file at the top level (ignore the "
+            f"subfolders) must end up in {rule}, created inside the directory. Move them; "
+            "leave everything else alone.",
+        ]) + ctx.hint("find -maxdepth 1, mkdir -p and mv")
+        action = "mv"
+        phrase = f"{tree.phrase}, with its top-level files sorted into folders by extension"
+    else:
+        sentence = ctx.phrase([
+            f"Copy every non-hidden file that sits directly in {tree.phrase} (not those in "
+            f"subfolders) into {root}, each in {rule}. The source files stay where they are.",
+            f"Build a by-type copy of the top level of {tree.phrase} in {root}: every regular "
+            f"file directly inside it (dot files excluded, subfolders ignored) is copied to "
+            f"{rule}, below {root}.",
+            f"Under {root}, create one folder per extension and copy into it the top-level "
+            f"files of {tree.phrase} (no hidden files, no subfolders): each file goes to "
+            f"{rule}.",
+        ]) + ctx.hint("find -maxdepth 1, mkdir -p and cp")
+        action = "cp -p"
+        phrase = (f"a copy of the top-level files of {tree.phrase}, sorted into folders by "
+                  "extension")
+    solution = (f"find {q(tree.path)} -maxdepth 1 -type f -name '*.*' ! -name '.*' -print0 |\n"
+                "  while IFS= read -r -d '' f; do\n"
+                "    name=${f##*/}; ext=${name##*.}\n"
+                f"    mkdir -p {q(root)}/\"$ext\" && {action} -- \"$f\" {q(root)}/\"$ext\"/\n"
+                "  done")
+    return StepResult(
+        output=FileTree(path=root, phrase=phrase, files=tuple(files)),
+        instruction=sentence, solution=solution,
+        checks=moved_checks(f"{root} holds the files sorted by extension", root, files,
+                            moved),
+        tools=("find", "mkdir", "mv" if in_place else "cp"), side_effect=in_place)
+
+
+def _duplicate_groups(tree: FileTree) -> list[list[TreeFile]]:
+    by_content: dict[bytes, list[TreeFile]] = defaultdict(list)
+    for f in tree.files:
+        if f.content and not is_hidden(f.relpath):
+            by_content[f.content].append(f)
+    return [sorted(group, key=lambda f: f.relpath) for group in by_content.values()
+            if len(group) > 1]
+
+
+@primitive("files.find_duplicates")
+def find_duplicates(ctx: StepContext, source) -> StepResult:
+    """Group the files with identical content."""
+    import hashlib
+
+    tree = tree_input(source)
+    groups = _duplicate_groups(tree)
+    if not groups:
+        raise NotApplicable("no two files have the same content")
+    scope = ("Only non-empty files count, hidden files (names starting with a dot) are "
+             "ignored, and all subfolders are searched.")
+    if ctx.rng.random() < 0.5:
+        lines = tuple(sorted(f"{hashlib.sha256(f.content).hexdigest()}  {f.relpath}"
+                             for group in groups for f in group))
+        out = ctx.output_path("duplicates", "txt")
+        sentence = ctx.phrase([
+            f"Find the files of {tree.phrase} whose content is identical to at least one "
+            f"other file and write them to {out} in `sha256sum` format (`HASH  PATH`: the "
+            "sha256 in hex, two spaces, the path relative to that directory), lines sorted "
+            f"in byte order, so that copies of the same content are adjacent. {scope}",
+            f"Write to {out} one `HASH  PATH` line (sha256 hex digest, two spaces, path "
+            f"relative to the directory) for every file in {tree.phrase} that has a "
+            "duplicate, i.e. another file with exactly the same bytes; sort the lines in "
+            f"byte order. Files without a duplicate are not listed. {scope}",
+            f"List the duplicated files of {tree.phrase} in {out}: for each file whose bytes "
+            "also occur in another file, a line `HASH  PATH` as sha256sum prints it (path "
+            f"relative to that directory), all lines in C-locale sort order. {scope}",
+        ]) + ctx.hint("sha256sum, sort, then uniq -w64 -D")
+        solution = (f"(cd {q(tree.path)} && find . -type f ! -name '.*' ! -empty -printf "
+                    "'%P\\0' | xargs -0 -r sha256sum) |\n"
+                    f"  LC_ALL=C sort | uniq -w64 -D > {q(out)}")
+        phrase = f"the duplicated files of {tree.phrase} with their sha256"
+    else:
+        lines = tuple(sorted(f.relpath for group in groups for f in group[1:]))
+        out = ctx.output_path("redundant-copies", "txt")
+        sentence = ctx.phrase([
+            f"Some files in {tree.phrase} are byte-for-byte copies of each other. For each "
+            "set of identical files, keep the path that sorts first (byte order) and write "
+            f"the other paths to {out}, one per line, relative to that directory, sorted in "
+            f"byte order. {scope}",
+            f"Write to {out} the redundant copies in {tree.phrase}: among files with "
+            "identical content, every one except the first in byte order of its path; one "
+            f"path per line (relative to the directory), sorted in byte order. {scope}",
+            f"List in {out} which files of {tree.phrase} could be deleted as duplicates: "
+            "group files by identical content, drop the alphabetically (byte order) first "
+            "path of each group and list the rest, one relative path per line, sorted in "
+            f"byte order. {scope}",
+        ]) + ctx.hint("sha256sum | sort, then awk 'seen[$1]++'")
+        solution = (f"(cd {q(tree.path)} && find . -type f ! -name '.*' ! -empty -printf "
+                    "'%P\\0' | xargs -0 -r sha256sum) |\n"
+                    "  LC_ALL=C sort | awk 'seen[$1]++' | cut -c67- | "
+                    f"LC_ALL=C sort > {q(out)}")
+        phrase = f"the redundant copies among the files of {tree.phrase}"
+    return StepResult(
+        output=Report(path=out, phrase=phrase, lines=lines),
+        instruction=sentence, solution=solution,
+        checks=[FileText(f"{out} lists the duplicates", path=out, expected=text(lines),
+                         compare=ctx.compare(order_matters=True))],
+        tools=("find", "sha256sum", "sort", "uniq" if "uniq" in solution else "awk"))
+
+
+@primitive("files.rename_normalize")
+def rename_normalize(ctx: StepContext, source) -> StepResult:
+    """Rename files to lowercase with dashes instead of spaces (a copy after step 1)."""
+    tree = tree_input(source)
+    in_place = ctx.step == 1
+    root = tree.path if in_place else ctx.output_path("normalized", "")
+    renamed, files = [], []
+    for f in tree.files:
+        folder, _, name = f.relpath.rpartition("/")
+        relpath = f"{folder}/{normalized_name(name)}".lstrip("/")
+        files.append(TreeFile(relpath, f.content, f.mode, f.mtime, f.owner, f.group))
+        if relpath != f.relpath:
+            renamed.append(files[-1])
+    if not renamed:
+        raise NotApplicable("every file name is already normalized")
+    if len({f.relpath for f in files}) != len(files):
+        raise NotApplicable("two files would get the same name")
+    files.sort(key=lambda f: f.relpath)
+    rule = ("every ASCII capital letter A-Z becomes lowercase and every space becomes a dash "
+            "`-`; other characters and the folder names stay as they are")
+    if in_place:
+        sentence = ctx.phrase([
+            f"Normalize the file names in {tree.phrase} and all its subfolders by renaming "
+            f"the files in place: {rule}.",
+            f"Rename the files below {tree.phrase} (recursively) so their names follow the "
+            f"convention: {rule}. Files already following it keep their names.",
+            f"Clean up the file names of {tree.phrase}, subfolders included: rename each "
+            f"file so that {rule}.",
+        ]) + ctx.hint("find -print0, tr and mv")
+        prefix = ""
+        phrase = f"{tree.phrase}, with normalized file names"
+    else:
+        sentence = ctx.phrase([
+            f"Copy {tree.phrase} to {root} (same subfolders, contents and times), then "
+            f"normalize the file names in the copy: {rule}. Leave the original untouched.",
+            f"Make a copy of {tree.phrase} at {root} in which the file names are normalized "
+            f"({rule}); the original directory keeps its names.",
+            f"Publish {tree.phrase} to {root}: copy the whole tree there and rename the "
+            f"copied files so that {rule}.",
+        ]) + ctx.hint("cp -a, then find -print0, tr and mv")
+        prefix = f"cp -a {q(tree.path)} {q(root)}\n"
+        phrase = f"a copy of {tree.phrase} with normalized file names"
+    solution = (prefix +
+                f"mapfile -d '' paths < <(find {q(root)} -type f -print0)\n"
+                "for f in \"${paths[@]}\"; do\n"
+                "  base=${f##*/}\n"
+                "  new=$(printf '%s' \"$base\" | tr 'A-Z ' 'a-z-')\n"
+                "  if [ \"$new\" != \"$base\" ]; then mv -- \"$f\" \"${f%/*}/$new\"; fi\n"
+                "done")
+    return StepResult(
+        output=FileTree(path=root, phrase=phrase, files=tuple(files)),
+        instruction=sentence, solution=solution,
+        checks=moved_checks(f"{root} holds the normalized names", root, files, renamed),
+        tools=("find", "tr", "mv") if in_place else ("cp", "find", "tr", "mv"),
+        side_effect=in_place)
+
+
+@primitive("files.usage_by_folder")
+def usage_by_folder(ctx: StepContext, source) -> StepResult:
+    """Report the disk usage (apparent bytes) of each top-level folder."""
+    tree = tree_input(source)
+    totals: dict[str, int] = defaultdict(int)
+    for f in tree.files:
+        if "/" in f.relpath:
+            totals[f.relpath.split("/", 1)[0]] += len(f.content)
+    if len(totals) < 2:
+        raise NotApplicable("fewer than two folders hold files")
+    scope = ("Count every regular file below each folder (recursively, hidden files "
+             "included) by its apparent size in bytes, as `du -b` does, not disk blocks; "
+             "folders without files are left out, files lying directly in the directory "
+             "are not counted.")
+    out = ctx.output_path("usage-by-folder", "txt")
+    files = f"find . -mindepth 2 -type f -print0 | du -b --files0-from=-"
+    aggregate = "awk -F'\\t' '{split($2, p, \"/\"); t[p[2]] += $1} END {for (d in t) "
+    if ctx.rng.random() < 0.5:
+        lines = tuple(f"{size}\t{folder}" for folder, size in
+                      sorted(totals.items(), key=lambda item: (-item[1], item[0])))
+        sentence = ctx.phrase([
+            f"Report how much data each top-level folder of {tree.phrase} holds: write one "
+            f"line per folder to {out} in du's format, the size in bytes, a tab, the folder "
+            "name; largest first, equal sizes by folder name in byte order. " + scope,
+            f"Write to {out} the disk usage of every folder directly inside {tree.phrase} as "
+            "`BYTES<TAB>FOLDER` lines (folder name only, no path), sorted by size, biggest "
+            "first, ties by name (byte order). " + scope,
+            f"For each subfolder at the top of {tree.phrase}, put `SIZE<TAB>NAME` in {out}, "
+            "SIZE being the total bytes it holds; order the lines from the largest folder to "
+            "the smallest, equal sizes by NAME in byte order. " + scope,
+        ]) + ctx.hint("du -b --files0-from and sort")
+        solution = (f"(cd {q(tree.path)} && {files}) |\n"
+                    f"  {aggregate}printf \"%d\\t%s\\n\", t[d], d}}' |\n"
+                    f"  LC_ALL=C sort -t $'\\t' -k1,1nr -k2,2 > {q(out)}")
+    else:
+        lines = tuple(f"{folder} {size}" for folder, size in sorted(totals.items()))
+        sentence = ctx.phrase([
+            f"Write the size of each top-level folder of {tree.phrase} to {out}: one "
+            "`FOLDER BYTES` line per folder (its name, a space, the total size in bytes), "
+            "sorted by folder name in byte order. " + scope,
+            f"How much does each folder directly inside {tree.phrase} weigh? Put `NAME "
+            f"BYTES` lines in {out}, one per folder, ordered by NAME (C locale). " + scope,
+            f"Produce {out} with the disk usage in bytes of every folder at the top of "
+            f"{tree.phrase}, as `FOLDER BYTES` lines sorted by folder name (byte order). "
+            + scope,
+        ]) + ctx.hint("du -b --files0-from, awk and sort")
+        solution = (f"(cd {q(tree.path)} && {files}) |\n"
+                    f"  {aggregate}printf \"%s %d\\n\", d, t[d]}}' |\n"
+                    f"  LC_ALL=C sort -k1,1 > {q(out)}")
+    return StepResult(
+        output=Report(path=out, phrase=f"the bytes held by each top-level folder of "
+                      f"{tree.phrase}", lines=lines),
+        instruction=sentence, solution=solution,
+        checks=[FileText(f"{out} reports the usage of each folder", path=out,
+                         expected=text(lines), compare=ctx.compare(order_matters=True))],
+        tools=("find", "du", "awk", "sort"))
+
+
+@primitive("files.delete_old")
+def delete_old(ctx: StepContext, source) -> StepResult:
+    """Remove the files last modified before a cutoff."""
+    first_step_only(ctx, "deleting files")
+    tree = tree_input(source, mtimes=True)
+    cutoff = midnight_cutoff(ctx, tree)
+    kept = [f for f in tree.files if f.mtime >= cutoff]
+    sentence = ctx.phrase([
+        f"Delete every file below {tree.phrase} (all subfolders, hidden files included) "
+        f"that was last modified before {stamp(cutoff)}. Keep the newer files and leave "
+        "the folders in place, even if they become empty.",
+        f"Apply the retention cutoff {stamp(cutoff)} to {tree.phrase}: remove each file, in "
+        "any subfolder, whose modification time is earlier than that; newer files and all "
+        "directories stay.",
+        f"Remove from {tree.phrase}, recursively, the files not modified since "
+        f"{stamp(cutoff)}. Do not touch newer files and do not remove directories.",
+    ]) + ctx.hint("find ! -newermt @EPOCH -delete")
+    return StepResult(
+        output=FileTree(path=tree.path, phrase=f"the files of {tree.phrase} modified since "
+                        f"{stamp(cutoff)}", files=tuple(kept)),
+        instruction=sentence,
+        solution=f"find {q(tree.path)} -type f ! -newermt @{cutoff} -delete",
+        checks=[TreeListing(f"only files newer than the cutoff remain in {tree.path}",
+                            root=tree.path, expected=tuple(f.relpath for f in kept))],
+        tools=("find",), side_effect=True)
+
+
+@primitive("files.copy_matching")
+def copy_matching(ctx: StepContext, source) -> StepResult:
+    """Copy the files matching a pattern into another directory, keeping subfolders."""
+    tree = tree_input(source)
+    visible = [f for f in tree.files if not is_hidden(f.relpath)]
+    prefixes = sorted({basename(f.relpath).split("-")[0].split(" ")[0].split("_")[0]
+                       for f in visible} - {""})
+    patterns = [f"*.{ext}" for ext in sorted({extension(f.relpath) for f in visible} - {""})]
+    patterns += [f"{prefix}*" for prefix in prefixes if len(prefix) >= 3]
+    usable = [p for p in patterns
+              if 0 < sum(fnmatch.fnmatchcase(basename(f.relpath), p) for f in tree.files)
+              < len(tree.files)]
+    if not usable:
+        raise NotApplicable("no name pattern selects part of the files")
+    pattern = ctx.rng.choice(usable)
+    chosen = [f for f in tree.files if fnmatch.fnmatchcase(basename(f.relpath), pattern)]
+    dest = ctx.output_path("selection", "")
+    sentence = ctx.phrase([
+        f"Copy every file of {tree.phrase} whose name matches the shell pattern "
+        f"`{pattern}` (case-sensitive; search all subfolders) into {dest}, keeping each "
+        "file's subfolder path relative to the source directory and its modification "
+        "time. Copy nothing else.",
+        f"Gather the files named `{pattern}` (a glob on the file name) from anywhere in "
+        f"{tree.phrase} into {dest}, preserving the folder layout below the source "
+        "directory (e.g. `a/b/x` is copied to `a/b/x` under the destination) and the "
+        "timestamps.",
+        f"Create {dest} holding a copy of each file in {tree.phrase} matching `{pattern}`, "
+        "at the same relative path as in the source (recreate the subfolders) and with "
+        "the same modification time; other files are not copied.",
+    ]) + ctx.hint("find -name ... -exec cp -p --parents")
+    files = tuple(sorted(chosen, key=lambda f: f.relpath))
+    return StepResult(
+        output=FileTree(path=dest, phrase=f"the `{pattern}` files of {tree.phrase}",
+                        files=files),
+        instruction=sentence,
+        solution=(f"mkdir -p {q(dest)}\n"
+                  f"(cd {q(tree.path)} && find . -type f -name {q(pattern)} "
+                  f"-exec cp -p --parents -t {q(dest)} {{}} +)"),
+        checks=moved_checks(f"{dest} holds the matching files", dest, list(files),
+                            list(files)),
+        tools=("find", "cp"))
+
+
+def relocated(files, root: str) -> dict[str, bytes]:
+    """Absolute path -> bytes for the files of a tree rooted at `root`."""
+    return {posixpath.join(root, f.relpath): f.content for f in files}

@@ -1,1 +1,507 @@
-"""git primitives (being written)."""
+"""git primitives: search, statistics, history and changes of a generated repository.
+
+The source repository is built at image build time with fixed authors, committers and
+dates, so every commit hash of its history is computed here exactly (`commit_hashes`),
+the way git computes it. Commits a task makes (a revert, a commit on a new branch) get
+their date from the clock when the agent runs git: they are `NewCommit`s, whose hash is
+unknown, so no expected value ever depends on it. Every primitive names the branch it
+works on, because a previous step may have left HEAD on another one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from taskloom.generators.procedural.artifacts import Archive, Commit, GitRepo, Report
+from taskloom.generators.procedural.checks import ArchiveMembers, CommandText, FileText
+from taskloom.generators.procedural.primitives.base import (
+    NotApplicable,
+    StepContext,
+    StepResult,
+    primitive,
+)
+from taskloom.generators.procedural.world import EPOCH_NOW, q
+
+ISSUE = re.compile(r"\(#(\d+)\)")
+IDENTITIES = (("Release Bot", "release-bot"), ("Build Keeper", "build-keeper"),
+              ("Merge Steward", "merge-steward"))
+
+
+@dataclass(frozen=True)
+class NewCommit(Commit):
+    """A commit the task makes: its date, and so its hash, is only known at run time."""
+
+
+@dataclass(frozen=True)
+class GitOutput(CommandText):
+    """Output of a git command in the final repository. Most of it is history that was
+    there before or values the instruction has to give (a commit message, an identity);
+    only `secret` lines are answers the instruction must not state."""
+
+    secret: tuple[str, ...] = ()
+
+    def answers(self) -> tuple[str, ...]:
+        return tuple(line for line in self.secret if len(line.strip()) >= 4)
+
+
+def _text(lines) -> str:
+    return "".join(line + "\n" for line in lines)
+
+
+def _repo(source) -> GitRepo:
+    if not isinstance(source, GitRepo) or len(source.commits) < 3:
+        raise NotApplicable("needs a git repository with some history")
+    return source
+
+
+def _git(repo: GitRepo) -> str:
+    return f"git -C {q(repo.path)}"
+
+
+def _subject(commit: Commit) -> str:
+    return commit.message.split("\n", 1)[0]
+
+
+def tree_at(commits: tuple[Commit, ...] | list[Commit]) -> dict[str, str]:
+    """Path -> content after applying the commits in order (content "" deletes)."""
+    state: dict[str, str] = {}
+    for commit in commits:
+        for path, content in commit.files:
+            if content:
+                state[path] = content
+            else:
+                state.pop(path, None)
+    return state
+
+
+def _tree_id(files: dict[str, str]) -> str:
+    """The git tree id of regular files (mode 100644) at these paths."""
+    root: dict = {}
+    for path, content in files.items():
+        node = root
+        *folders, name = path.split("/")
+        for folder in folders:
+            node = node.setdefault(folder, {})
+        node[name] = content
+
+    def write(node: dict) -> bytes:
+        entries = []
+        for name, value in node.items():
+            raw = name.encode()
+            if isinstance(value, dict):
+                entries.append((raw + b"/", b"40000 " + raw + b"\0" + write(value)))
+            else:
+                data = value.encode()
+                blob = hashlib.sha1(b"blob %d\0" % len(data) + data).digest()
+                entries.append((raw, b"100644 " + raw + b"\0" + blob))
+        body = b"".join(entry for _, entry in sorted(entries))
+        return hashlib.sha1(b"tree %d\0" % len(body) + body).digest()
+
+    return write(root).hex()
+
+
+def commit_hashes(repo: GitRepo) -> list[str | None]:
+    """The hash of every commit of the branch, oldest first; None from the first
+    commit the task makes (its date is not known in advance)."""
+    hashes: list[str | None] = []
+    parent: str | None = None
+    for index, commit in enumerate(repo.commits):
+        if isinstance(commit, NewCommit) or (index and parent is None):
+            hashes.append(None)
+            parent = None
+            continue
+        person = f"{commit.author} <{commit.email}> {commit.date} +0000"
+        header = f"tree {_tree_id(tree_at(repo.commits[:index + 1]))}\n"
+        if parent:
+            header += f"parent {parent}\n"
+        body = f"{header}author {person}\ncommitter {person}\n\n{commit.message}\n".encode()
+        parent = hashlib.sha1(b"commit %d\0" % len(body) + body).hexdigest()
+        hashes.append(parent)
+    return hashes
+
+
+def _identity(ctx: StepContext) -> tuple[str, str]:
+    name, user = ctx.rng.choice(IDENTITIES)
+    return name, f"{user}@{ctx.domain.name}.example.com"
+
+
+def _unique_issues(repo: GitRepo, hashes: list[str | None]) -> list[tuple[str, int]]:
+    """(issue number, commit index) for issues that exactly one commit message mentions."""
+    found = []
+    for index, commit in enumerate(repo.commits):
+        for number in ISSUE.findall(commit.message):
+            mentions = sum(f"#{number}" in c.message for c in repo.commits)
+            if mentions == 1 and hashes[index] is not None:
+                found.append((number, index))
+    return found
+
+
+@primitive("git.find_commit")
+def find_commit(ctx: StepContext, source) -> StepResult:
+    """The commit(s) whose message mentions an issue or a word."""
+    repo = _repo(source)
+    hashes = commit_hashes(repo)
+    words = sorted({w for c in repo.commits[1:] for w in ctx.domain.words if w in c.message})
+    options: list[tuple[str, str, list[int]]] = []
+    for word in words:
+        having = [i for i, c in enumerate(repo.commits) if word in c.message]
+        if len(having) >= 2:
+            options += [("newest", word, having[-1:]), ("oldest", word, having[:1]),
+                        ("all", word, having[::-1])]
+    options = [o for o in options if all(hashes[i] for i in o[2])]
+    issues = _unique_issues(repo, hashes)
+    if issues and (not options or ctx.rng.random() < 0.4):
+        number, index = ctx.rng.choice(issues)
+        how, token, indexes = "issue", f"#{number}", [index]
+    elif options:
+        how, token, indexes = ctx.rng.choice(options)
+    else:
+        raise NotApplicable("no commit can be singled out by its message")
+    with_subject = how == "all" or ctx.rng.random() < 0.5
+    lines = tuple(f"{hashes[i]} {_subject(repo.commits[i])}" if with_subject else
+                  f"{hashes[i]}" for i in indexes)
+    fmt = "%H %s" if with_subject else "%H"
+    layout = ("one line: the full 40-character commit hash, a space, then the commit's "
+              "subject line" if with_subject else
+              "one line holding only the full 40-character commit hash")
+    branch = f"branch `{repo.branch}` of {repo.phrase}"
+    which = {"issue": f"the commit on {branch} whose message references issue {token}",
+             "newest": f"the most recent commit on {branch} whose message contains `{token}`",
+             "oldest": f"the oldest commit on {branch} whose message contains `{token}`",
+             "all": f"every commit on {branch} whose message contains `{token}`"}[how]
+    out = ctx.output_path("commits" if how == "all" else "commit", "txt")
+    if how == "all":
+        layout = ("one line per commit, newest first: the full 40-character hash, a space, "
+                  "then the subject line")
+        sentence = ctx.phrase([
+            f"Find {which} (case-sensitive) and list them in {out}, {layout}.",
+            f"List {which} in {out}: {layout}.",
+            f"Search the history for {which}; write {out} with {layout}.",
+        ])
+    else:
+        sentence = ctx.phrase([
+            f"Find {which} and write {layout} to {out}.",
+            f"Identify {which}; save it to {out} as {layout}.",
+            f"Look through the history for {which}. Record it in {out}: {layout}.",
+        ])
+    sentence += ctx.hint("git log --grep with -F")
+    git = _git(repo)
+    grep = f"-F --grep={q(token)}"
+    if how == "newest":
+        solution = f"{git} log -1 --format={q(fmt)} {grep} {q(repo.branch)} > {q(out)}"
+    elif how == "oldest":
+        solution = (f"{git} log --reverse --format={q(fmt)} {grep} {q(repo.branch)} | "
+                    f"head -n 1 > {q(out)}")
+    else:
+        solution = f"{git} log --format={q(fmt)} {grep} {q(repo.branch)} > {q(out)}"
+    return StepResult(
+        output=Report(path=out, phrase=f"the hash{'es' if how == 'all' else ''} and subject"
+                      f"{'s' if how == 'all' else ''} of {which}" if with_subject else
+                      f"the hash of {which}", lines=lines),
+        instruction=sentence, solution=solution,
+        checks=[FileText(f"{out} names the commit", path=out, expected=_text(lines),
+                         compare="exact" if ctx.difficulty.strictness == 3 else "lines")],
+        tools=("git",))
+
+
+@primitive("git.author_stats")
+def author_stats(ctx: StepContext, source) -> StepResult:
+    """Commits per author, busiest first."""
+    repo = _repo(source)
+    by_email = ctx.rng.random() < 0.4
+    counts = Counter(c.email if by_email else c.author for c in repo.commits)
+    if len(counts) < 2:
+        raise NotApplicable("a single author")
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0].encode()))
+    out = ctx.output_path("authors", "txt")
+    branch = f"branch `{repo.branch}` of {repo.phrase}"
+    if by_email:
+        lines = tuple(f"{email} {count}" for email, count in ranked)
+        sentence = ctx.phrase([
+            f"Count the commits of each author email on {branch} and write `EMAIL COUNT` "
+            f"lines to {out}, most commits first (ties: email in byte order).",
+            f"Write to {out} how many commits each author email address made on {branch}: "
+            "one `EMAIL COUNT` line per address, sorted by count descending, then by email "
+            "(C locale).",
+            f"Produce {out} with a line `EMAIL COUNT` for every author email in the history "
+            f"of {branch}, highest count first and equal counts ordered by email.",
+        ]) + ctx.hint("git log --format=%ae | sort | uniq -c")
+        solution = (f"{_git(repo)} log --format=%ae {q(repo.branch)} | LC_ALL=C sort | "
+                    "uniq -c | LC_ALL=C sort -k1,1nr -k2,2 | awk '{print $2, $1}' "
+                    f"> {q(out)}")
+        phrase = f"the number of commits per author email on {branch}"
+    else:
+        lines = tuple(f"{count} {name}" for name, count in ranked)
+        sentence = ctx.phrase([
+            f"Count the commits of each author (by author name) on {branch} and write "
+            f"`COUNT NAME` lines to {out}, most commits first (ties: name in byte order).",
+            f"Write to {out} one `COUNT NAME` line per author name in the history of "
+            f"{branch}: the number of commits, a space, the full name; sorted by count "
+            "descending, then by name (C locale).",
+            f"Rank the authors of {branch} by number of commits into {out} as `COUNT NAME` "
+            "(count first, then the author's full name), biggest first, equal counts by name.",
+        ]) + ctx.hint("git log --format=%an | sort | uniq -c")
+        solution = (f"{_git(repo)} log --format=%an {q(repo.branch)} | LC_ALL=C sort | "
+                    "uniq -c | LC_ALL=C sort -k1,1nr -k2 | sed 's/^ *//' "
+                    f"> {q(out)}")
+        phrase = f"the number of commits per author on {branch}"
+    return StepResult(
+        output=Report(path=out, phrase=phrase, lines=lines),
+        instruction=sentence, solution=solution,
+        checks=[FileText(f"{out} counts commits per author", path=out, expected=_text(lines),
+                         compare=ctx.compare(order_matters=True))],
+        tools=("git", "sort", "uniq"))
+
+
+def _revertible(repo: GitRepo, hashes: list[str | None]) -> list[int]:
+    """Indexes of commits no later commit builds on (a revert applies without conflict)."""
+    found = []
+    for index, commit in enumerate(repo.commits[1:], start=1):
+        later = {p for c in repo.commits[index + 1:] for p in c.touched()}
+        if hashes[index] and not later & set(commit.touched()):
+            found.append(index)
+    return found
+
+
+@primitive("git.revert_commit")
+def revert_commit(ctx: StepContext, source) -> StepResult:
+    """Undo one commit with `git revert`."""
+    repo = _repo(source)
+    hashes = commit_hashes(repo)
+    candidates = _revertible(repo, hashes)
+    issues = {index: number for number, index in _unique_issues(repo, hashes)}
+    lasts = {index for index in candidates if len(repo.commits[index].files) == 1}
+    choices = [(i, "issue") for i in candidates if i in issues]
+    choices += [(i, "last") for i in sorted(lasts)]
+    if not choices:
+        raise NotApplicable("no commit reverts cleanly and can be named")
+    index, how = ctx.rng.choice(choices)
+    target = repo.commits[index]
+    before = tree_at(repo.commits[:index])
+    files = tuple((path, before.get(path, "")) for path in target.touched())
+    name, email = _identity(ctx)
+    message = f'Revert "{_subject(target)}"\n\nThis reverts commit {hashes[index]}.'
+    revert = NewCommit(message, name, email, EPOCH_NOW, files)
+    after = (*repo.commits, revert)
+    branch = repo.branch
+    if how == "issue":
+        which = f"the commit that references issue #{issues[index]}"
+        find = f"-F --grep={q('#' + issues[index])} {q(branch)}"
+    else:
+        path = target.touched()[0]
+        which = f"the most recent commit that changed `{path}`"
+        find = f"-1 {q(branch)} -- {q(path)}"
+    where = f"branch `{branch}` of {repo.phrase}"
+    sentence = ctx.phrase([
+        f"On {where}, revert {which} with a new revert commit (keep git's default revert "
+        f"message), committing as `{name} <{email}>`; leave the working tree clean.",
+        f"Undo {which} on {where} by adding a revert commit on top of the branch (do not "
+        f"rewrite history; use the default `Revert \"...\"` message). Author and commit it "
+        f"as {name} with email {email}.",
+        f"{which[0].upper()}{which[1:]} on {where} must be undone: create a revert commit "
+        f"with git's standard message as `{name} <{email}>`, so the branch tip no longer "
+        "has that change and the working tree is clean.",
+    ]) + ctx.hint("git log --grep, then git revert --no-edit")
+    git = _git(repo)
+    solution = "\n".join([
+        f"target=$({git} log --format=%H {find})",
+        f"{git} checkout -q {q(branch)}",
+        f"{git} -c user.name={q(name)} -c user.email={q(email)} revert --no-edit "
+        "\"$target\" >/dev/null"])
+    subjects = [_subject(c) for c in reversed(after)]
+    checks = [
+        GitOutput(f"{branch} ends with the revert commit", argv=(
+            "git", "-C", repo.path, "log", "--format=%s", branch),
+            expected=_text(subjects), compare="lines", secret=(subjects[0],)),
+        GitOutput(f"the revert is committed as {name}", argv=(
+            "git", "-C", repo.path, "log", "-1", "--format=%an <%ae>", branch),
+            expected=f"{name} <{email}>\n", compare="lines"),
+        GitOutput(f"the tip of {branch} holds the files before the reverted change",
+                  argv=("git", "-C", repo.path, "ls-tree", "-r", "--name-only", branch),
+                  expected=_text(sorted(tree_at(after))), compare="set"),
+        CommandText("the working tree is clean", argv=(
+            "git", "-C", repo.path, "status", "--porcelain"), expected="", compare="lines"),
+    ]
+    for path, content in files:
+        if content:
+            checks.append(GitOutput(f"{path} is back to its earlier content", argv=(
+                "git", "-C", repo.path, "show", f"{branch}:{path}"), expected=content,
+                compare="exact"))
+    return StepResult(
+        output=GitRepo(path=repo.path, phrase=repo.phrase, commits=after, branch=branch),
+        instruction=sentence, solution=solution, checks=checks, tools=("git",),
+        side_effect=True)
+
+
+@primitive("git.branch_commit")
+def branch_commit(ctx: StepContext, source) -> StepResult:
+    """Create a branch, change one file and commit it there."""
+    repo = _repo(source)
+    state = tree_at(repo.commits)
+    version = f"{ctx.rng.randint(1, 4)}.{ctx.rng.randint(0, 12)}.{ctx.rng.randint(0, 9)}"
+    kind = ctx.rng.choice(("version", "append", "changelog"))
+    if kind == "version":
+        path, line = "VERSION", version
+        content = f"{line}\n"
+        change = f"create the file `{path}` holding the single line `{line}`"
+        edit = f"printf '%s\\n' {q(line)} > {q(repo.path + '/' + path)}"
+        message = f"Bump version to {version}"
+        new = f"release/{version}"
+    elif kind == "changelog":
+        path = "CHANGELOG.md"
+        line = f"- {ctx.rng.choice(ctx.domain.words)} fixes for {version}"
+        content = state.get(path, "# Changelog\n") + f"{line}\n"
+        change = (f"append the line `{line}` to `{path}`" if path in state else
+                  f"create `{path}` with the two lines `# Changelog` and `{line}`")
+        edit = (f"printf '%s\\n' {q(line)} >> {q(repo.path + '/' + path)}" if path in state
+                else f"printf '%s\\n' '# Changelog' {q(line)} > {q(repo.path + '/' + path)}")
+        message = f"Update changelog for {version}"
+        new = f"release/{version}"
+    else:
+        path = ctx.rng.choice(sorted(p for p in state if p.startswith("src/")))
+        word = ctx.rng.choice(ctx.domain.words)
+        line = f"# TODO({word}): review before {version}"
+        content = state[path] + f"{line}\n"
+        change = f"append the line `{line}` to `{path}`"
+        edit = f"printf '%s\\n' {q(line)} >> {q(repo.path + '/' + path)}"
+        message = f"Mark {word} review in {path.rsplit('/', 1)[-1]}"
+        new = f"review/{word}-{version.replace('.', '-')}"
+    name, email = _identity(ctx)
+    commit = NewCommit(message, name, email, EPOCH_NOW, ((path, content),))
+    after = (*repo.commits, commit)
+    old = repo.branch
+    where = f"{repo.phrase}"
+    sentence = ctx.phrase([
+        f"In {where}, create the branch `{new}` from the tip of `{old}`; on it, {change} and "
+        f"commit that with the message `{message}` as `{name} <{email}>`. `{old}` itself "
+        "must not change.",
+        f"Start a branch `{new}` at the current tip of `{old}` in {where}, {change}, and "
+        f"commit it (message `{message}`, author and committer {name} <{email}>), leaving "
+        f"`{old}` untouched and the working tree clean.",
+        f"Prepare a change on a new branch of {where}: branch `{new}` off `{old}`, {change}, "
+        f"then commit with the message `{message}` using the identity `{name} <{email}>`. "
+        f"Do not commit to `{old}`.",
+    ]) + ctx.hint("git checkout -b, git add, git -c user.name=... commit")
+    git = _git(repo)
+    solution = "\n".join([
+        f"{git} checkout -q -b {q(new)} {q(old)}", edit,
+        f"{git} add -- {q(path)}",
+        f"{git} -c user.name={q(name)} -c user.email={q(email)} commit -q -m {q(message)}"])
+    subjects = [_subject(c) for c in reversed(after)]
+    checks = [
+        GitOutput(f"{new} has the new commit on top of {old}", argv=(
+            "git", "-C", repo.path, "log", "--format=%s", new),
+            expected=_text(subjects), compare="lines"),
+        GitOutput(f"{old} is unchanged", argv=(
+            "git", "-C", repo.path, "log", "--format=%s", old),
+            expected=_text(subjects[1:]), compare="lines"),
+        GitOutput(f"the commit is made as {name}", argv=(
+            "git", "-C", repo.path, "log", "-1", "--format=%an <%ae>|%cn <%ce>", new),
+            expected=f"{name} <{email}>|{name} <{email}>\n", compare="lines"),
+        GitOutput(f"{path} holds the change on {new}", argv=(
+            "git", "-C", repo.path, "show", f"{new}:{path}"), expected=content,
+            compare="exact"),
+        GitOutput(f"the commit changes only {path}", argv=(
+            "git", "-C", repo.path, "diff", "--name-only", old, new),
+            expected=f"{path}\n", compare="lines"),
+        CommandText("the working tree is clean", argv=(
+            "git", "-C", repo.path, "status", "--porcelain"), expected="", compare="lines"),
+    ]
+    return StepResult(
+        output=GitRepo(path=repo.path, phrase=repo.phrase, commits=after, branch=new),
+        instruction=sentence, solution=solution, checks=checks, tools=("git",),
+        side_effect=True)
+
+
+@primitive("git.file_history")
+def file_history(ctx: StepContext, source) -> StepResult:
+    """The commits that changed one file, oldest first."""
+    repo = _repo(source)
+    hashes = commit_hashes(repo)
+    present = tree_at(repo.commits)
+    touched = Counter(p for c in repo.commits for p in c.touched() if p in present)
+    paths = sorted(p for p, n in touched.items() if n >= 2)
+    if not paths:
+        raise NotApplicable("no file changed more than once")
+    path = ctx.rng.choice(paths)
+    indexes = [i for i, c in enumerate(repo.commits) if path in c.touched()]
+    known = all(hashes[i] for i in indexes)
+    formats = [("subject", "%s", "the commit subject")]
+    if known:
+        formats += [("hash", "%H %s", "the full commit hash, a space, then the subject"),
+                    ("date", "%ad %s", "the author date as YYYY-MM-DD, a space, then the "
+                                       "subject")]
+    kind, fmt, layout = ctx.rng.choice(formats)
+    lines = []
+    for index in indexes:
+        commit = repo.commits[index]
+        if kind == "hash":
+            lines.append(f"{hashes[index]} {_subject(commit)}")
+        elif kind == "date":
+            from taskloom.generators.procedural.sources import day
+
+            lines.append(f"{day(commit.date)} {_subject(commit)}")
+        else:
+            lines.append(_subject(commit))
+    out = ctx.output_path("history", "txt")
+    branch = f"branch `{repo.branch}` of {repo.phrase}"
+    sentence = ctx.phrase([
+        f"List every commit on {branch} that changed `{path}`, oldest first, in {out}: one "
+        f"line per commit with {layout}.",
+        f"Write the history of `{path}` on {branch} to {out}, oldest commit first; each line "
+        f"is {layout}.",
+        f"Which commits of {branch} touched `{path}`? Put them in {out} in chronological "
+        f"order (oldest first), one per line, each line being {layout}.",
+    ]) + ctx.hint("git log --reverse -- PATH")
+    date = " --date=short" if kind == "date" else ""
+    solution = (f"{_git(repo)} log --reverse{date} --format={q(fmt)} {q(repo.branch)} -- "
+                f"{q(path)} > {q(out)}")
+    return StepResult(
+        output=Report(path=out, phrase=f"the commits that changed `{path}` on {branch}",
+                      lines=tuple(lines)),
+        instruction=sentence, solution=solution,
+        checks=[FileText(f"{out} lists the history of {path}", path=out,
+                         expected=_text(lines), compare=ctx.compare(order_matters=True))],
+        tools=("git",))
+
+
+@primitive("git.export_tree")
+def export_tree(ctx: StepContext, source) -> StepResult:
+    """A snapshot of a branch with git archive."""
+    repo = _repo(source)
+    state = tree_at(repo.commits)
+    fmt = ctx.rng.choice(("tar.gz", "tar.gz", "zip"))
+    project = ctx.domain.org.split()[0].lower()
+    version = f"{ctx.rng.randint(1, 4)}.{ctx.rng.randint(0, 12)}"
+    prefix = f"{project}-{version}/" if ctx.rng.random() < 0.7 else ""
+    only_src = ctx.rng.random() < 0.3 and any(p.startswith("src/") for p in state)
+    paths = sorted(p for p in state if not only_src or p.startswith("src/"))
+    members = tuple((prefix + p, state[p].encode()) for p in paths)
+    out = ctx.output_path(f"{project}-{version}", fmt)
+    what = "the `src/` folder" if only_src else "all files"
+    layout = (f"every path inside starting with `{prefix}`" if prefix else
+              "paths inside relative to the repository root (no prefix)")
+    branch = f"branch `{repo.branch}` of {repo.phrase}"
+    kind = "gzip-compressed tar archive" if fmt == "tar.gz" else "zip archive"
+    sentence = ctx.phrase([
+        f"Export {what} of the tip of {branch} as a {kind} {out}, with {layout}.",
+        f"Make a release snapshot: {out} must be a {kind} of {what} committed at the tip of "
+        f"{branch}, {layout}.",
+        f"Write a {kind} {out} holding {what} as committed on {branch} (its tip), with "
+        f"{layout}; uncommitted or ignored files do not belong in it.",
+    ]) + ctx.hint("git archive --prefix")
+    option = f" --prefix={q(prefix)}" if prefix else ""
+    pathspec = " src" if only_src else ""
+    solution = (f"{_git(repo)} archive --format={fmt}{option} -o {q(out)} "
+                f"{q(repo.branch)}{pathspec}")
+    return StepResult(
+        output=Archive(path=out, phrase=f"a {kind} of {what} at the tip of {branch}",
+                       format=fmt, members=members),
+        instruction=sentence, solution=solution,
+        checks=[ArchiveMembers(f"{out} holds the files of {repo.branch}", path=out, format=fmt,
+                               members=tuple((name, hashlib.sha256(data).hexdigest())
+                                             for name, data in members))],
+        tools=("git",))

@@ -1,1 +1,303 @@
-"""jsondata primitives (being written)."""
+"""JSON primitives: filter, extract, convert, count, sort and reshape arrays of flat objects.
+
+Solutions use jq 1.6 (the base image's): fields are read as `.["name"]` (some column names,
+like `label`, are jq keywords), numbers print in their shortest form (`12.5`, and `7` for
+7.0; `jq_text` reproduces that), and `sort_by` is stable. JSON checks compare parsed
+values, so key order and `7` versus `7.0` do not matter there; text outputs state the
+number format.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from taskloom.generators.procedural.artifacts import CsvTable, JsonDoc, Report, TextFile
+from taskloom.generators.procedural.checks import FileText, JsonValue
+from taskloom.generators.procedural.primitives.base import (
+    NotApplicable,
+    StepContext,
+    StepResult,
+    primitive,
+)
+from taskloom.generators.procedural.primitives.csvdata import (
+    DECIMAL,
+    Field,
+    jq_text,
+    lines_text,
+    names,
+    number,
+    pick_condition,
+)
+from taskloom.generators.procedural.world import q
+
+CSV_UNSAFE = re.compile(r'[,"\n\r]')  # values CSV cannot hold without quoting
+NUMBER_FORMAT = ("numbers in their shortest form (no trailing zeros after the decimal point, "
+                 "and no decimal point at all for whole numbers)")
+
+
+def _records(source) -> JsonDoc:
+    if not isinstance(source, JsonDoc) or len(source.records) < 3:
+        raise NotApplicable("needs a JSON array with at least three objects")
+    keys = list(source.records[0])
+    if len(keys) < 2 or any(list(r) != keys for r in source.records):
+        raise NotApplicable("the objects do not share one set of keys")
+    return source
+
+
+def json_fields(doc: JsonDoc) -> list[Field]:
+    """The keys of the objects with their kinds."""
+    fields = []
+    for key in doc.records[0]:
+        values = tuple(r[key] for r in doc.records)
+        if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            kind = "int"
+        elif all(isinstance(v, int | float) and not isinstance(v, bool)
+                 and DECIMAL.match(jq_text(v)) for v in values):
+            kind = "decimal"
+        elif all(isinstance(v, str) for v in values):
+            kind = "text"
+        else:
+            kind = "other"
+        fields.append(Field(key, kind, values))
+    return [f for f in fields if f.kind != "other"]
+
+
+def _get(key: str) -> str:
+    return f'.["{key}"]'
+
+
+@primitive("json.filter_records")
+def filter_records(ctx: StepContext, source) -> StepResult:
+    """Keep the objects whose field meets a condition."""
+    doc = _records(source)
+    condition, chosen = pick_condition(ctx, json_fields(doc))
+    records = tuple(doc.records[i] for i in chosen)
+    out = ctx.output_path("selected", "json")
+    sentence = ctx.phrase([
+        f"Write to {out} a JSON array with the objects of {doc.phrase} whose "
+        f"{condition.words()}, unchanged and in their original order.",
+        f"Filter {doc.phrase} to the objects where {condition.words()} and save them as a "
+        f"JSON array in {out} (objects as they are, original order).",
+        f"Save in {out} the subset of {doc.phrase} whose {condition.words()}: a JSON array "
+        "of the matching objects, unmodified, in the order they appear.",
+    ]) + ctx.hint("jq 'map(select(...))'")
+    return StepResult(
+        output=JsonDoc(path=out, phrase=f"the objects of {doc.phrase} whose "
+                       f"{condition.words()}", records=records),
+        instruction=sentence,
+        solution=f"jq {q(f'map(select({condition.jq()}))')} {q(doc.path)} > {q(out)}",
+        checks=[JsonValue(f"{out} holds the objects whose {condition.words()}", path=out,
+                          expected=list(records), ordered=True)],
+        tools=("jq",))
+
+
+@primitive("json.extract_field")
+def extract_field(ctx: StepContext, source) -> StepResult:
+    """Print one field of every object, one per line."""
+    doc = _records(source)
+    fields = [f for f in json_fields(doc) if f.distinct() >= 2
+              and not any("\n" in str(v) for v in f.values)]
+    if not fields:
+        raise NotApplicable("no field varies between the objects")
+    field = ctx.rng.choice(fields)
+    lines = tuple(jq_text(v) for v in field.values)
+    out = ctx.output_path(f"{field.name}-values", "txt")
+    fmt = ("strings without quotes" if field.kind == "text"
+           else NUMBER_FORMAT)
+    sentence = ctx.phrase([
+        f"Write the `{field.name}` value of every object in {doc.phrase} to {out}, one per "
+        f"line, in array order ({fmt}).",
+        f"Extract the field `{field.name}` from each object of {doc.phrase} into {out}: one "
+        f"value per line, same order as the array, {fmt}.",
+        f"List in {out} the `{field.name}` of each element of {doc.phrase}, one per line and "
+        f"in order, repeats included ({fmt}).",
+    ]) + ctx.hint("jq -r")
+    return StepResult(
+        output=TextFile(path=out, phrase=f"the `{field.name}` values of {doc.phrase}",
+                        lines=lines),
+        instruction=sentence,
+        solution=f"jq -r {q(f'.[] | {_get(field.name)}')} {q(doc.path)} > {q(out)}",
+        checks=[FileText(f"{out} lists the {field.name} values", path=out,
+                         expected=lines_text(lines), compare=ctx.compare(order_matters=True))],
+        tools=("jq",))
+
+
+@primitive("json.to_csv")
+def to_csv(ctx: StepContext, source) -> StepResult:
+    """Flatten objects into CSV rows with a header."""
+    doc = _records(source)
+    fields = [f for f in json_fields(doc)
+              if not any(CSV_UNSAFE.search(str(v)) for v in f.values)]
+    if len(fields) < 2:
+        raise NotApplicable("too few fields that CSV can hold unquoted")
+    chosen = ctx.rng.sample(fields, ctx.rng.randint(2, min(len(fields), 5)))
+    if ctx.rng.random() < 0.4:  # sometimes keep the objects' own key order
+        order = list(doc.records[0])
+        chosen.sort(key=lambda f: order.index(f.name))
+    header = tuple(f.name for f in chosen)
+    rows = tuple(tuple(jq_text(f.values[i]) for f in chosen)
+                 for i in range(len(doc.records)))
+    numeric = tuple(f.name for f in chosen if f.numeric)
+    out = ctx.output_path("flat", "csv")
+    fmt = f"; {NUMBER_FORMAT}" if numeric else ""
+    sentence = ctx.phrase([
+        f"Convert {doc.phrase} to the CSV file {out} with the columns {names(header)}, in "
+        "that order: a header row with those names, then one row per object in array "
+        f"order, values unquoted{fmt}.",
+        f"Write {out}: a header line naming the columns {names(header)} (in this order, "
+        f"comma-separated), then the matching values of every object of {doc.phrase}, one "
+        f"row per object, in order, without quotes{fmt}.",
+        f"Flatten {doc.phrase} into {out} as CSV: header row {names(header)} (that column "
+        f"order), one comma-separated row per object in the original order, no quoting"
+        f"{fmt}.",
+    ]) + ctx.hint("jq -r with join(\",\")")
+    titles = ", ".join(f'"{name}"' for name in header)
+    values = ", ".join(_get(name) for name in header)
+    program = f"[{titles}], (.[] | [{values}] | map(tostring)) | join(\",\")"
+    output = CsvTable(path=out, phrase=f"the {names(header)} of {doc.phrase} as CSV",
+                      header=header, rows=rows, numeric=numeric)
+    return StepResult(
+        output=output, instruction=sentence,
+        solution=f"jq -r {q(program)} {q(doc.path)} > {q(out)}",
+        checks=[FileText(f"{out} holds the objects as CSV", path=out, expected=output.text(),
+                         compare=ctx.compare(order_matters=True))],
+        tools=("jq",))
+
+
+@primitive("json.group_count")
+def group_count(ctx: StepContext, source) -> StepResult:
+    """Count objects per value of a field."""
+    doc = _records(source)
+    fields = [f for f in json_fields(doc) if f.categorical()]
+    if not fields:
+        raise NotApplicable("no field with repeated values")
+    field = ctx.rng.choice(fields)
+    counts = Counter(field.values)
+    by_count = ctx.rng.random() < 0.5
+    if by_count:
+        ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+        order = "most frequent first, equal counts ordered by value in byte order"
+        tail = " | LC_ALL=C sort -k2,2nr -k1,1"
+    else:
+        ranked = sorted(counts.items())
+        order = "sorted by value in byte order (as `LC_ALL=C sort` orders them)"
+        tail = ""
+    lines = tuple(f"{value} {count}" for value, count in ranked)
+    out = ctx.output_path(f"{field.name}-counts", "txt")
+    sentence = ctx.phrase([
+        f"Count the objects of {doc.phrase} per value of `{field.name}` and write "
+        f"`VALUE COUNT` lines to {out} (one per distinct value, a single space between), "
+        f"{order}.",
+        f"Write to {out} how many objects of {doc.phrase} have each `{field.name}`: one "
+        f"line `VALUE COUNT` per distinct value, {order}.",
+        f"Produce {out} with a `VALUE COUNT` line for every distinct `{field.name}` in "
+        f"{doc.phrase} (COUNT = number of objects with that value), {order}.",
+    ]) + ctx.hint("jq -r, sort and uniq -c")
+    return StepResult(
+        output=Report(path=out, phrase=f"the number of objects per `{field.name}` in "
+                      f"{doc.phrase}", lines=lines),
+        instruction=sentence,
+        solution=(f"jq -r {q(f'.[] | {_get(field.name)}')} {q(doc.path)} | LC_ALL=C sort | "
+                  f"uniq -c | awk '{{print $2, $1}}'{tail} > {q(out)}"),
+        checks=[FileText(f"{out} counts objects per {field.name}", path=out,
+                         expected=lines_text(lines),
+                         compare=ctx.compare(order_matters=by_count))],
+        tools=("jq", "sort", "uniq"))
+
+
+@primitive("json.sort_records")
+def sort_records(ctx: StepContext, source) -> StepResult:
+    """Order an array of objects by a field (a stable sort)."""
+    doc = _records(source)
+    options = []
+    for field in json_fields(doc):
+        if field.numeric:
+            options += [(field, False), (field, True)]
+        elif field.distinct() >= 2:
+            options.append((field, False))
+    ctx.rng.shuffle(options)
+    for field, descending in options:
+        order = sorted(range(len(doc.records)),
+                       key=lambda i, f=field: number(f.values[i]) if f.numeric else f.values[i],
+                       reverse=descending)
+        if order != sorted(order):
+            break
+    else:
+        raise NotApplicable("the objects are already in every order this step could ask for")
+    records = tuple(doc.records[i] for i in order)
+    if field.numeric:
+        how = "numerically, largest first" if descending else "numerically, smallest first"
+        key = f"-{_get(field.name)}" if descending else _get(field.name)
+    else:
+        how = "as text in byte (Unicode code point) order"
+        key = _get(field.name)
+    out = ctx.output_path("sorted", "json")
+    sentence = ctx.phrase([
+        f"Sort the array in {doc.phrase} by `{field.name}` {how} and write it to {out}; "
+        f"objects with equal `{field.name}` keep their original relative order, and the "
+        "objects themselves are unchanged.",
+        f"Write {out}: the objects of {doc.phrase}, unmodified, ordered by `{field.name}` "
+        f"{how} (a stable sort: ties stay in their original order), as a JSON array.",
+        f"Reorder {doc.phrase} by `{field.name}` ({how}; equal values keep the order they "
+        f"had) and save the resulting JSON array as {out}.",
+    ]) + ctx.hint("jq 'sort_by(...)'")
+    return StepResult(
+        output=JsonDoc(path=out, phrase=f"the objects of {doc.phrase} sorted by "
+                       f"`{field.name}` {how}", records=records),
+        instruction=sentence,
+        solution=f"jq {q(f'sort_by({key})')} {q(doc.path)} > {q(out)}",
+        checks=[JsonValue(f"{out} is sorted by {field.name}", path=out,
+                          expected=list(records), ordered=True)],
+        tools=("jq",))
+
+
+RENAMES = {"text": ("label", "name", "kind", "ref", "tag", "key"),
+           "int": ("count", "value", "units", "total"),
+           "decimal": ("value", "total", "price", "sum")}
+
+
+@primitive("json.reshape")
+def reshape(ctx: StepContext, source) -> StepResult:
+    """Rename some keys and drop others in every object."""
+    doc = _records(source)
+    fields = json_fields(doc)
+    if len(fields) < 2:
+        raise NotApplicable("too few fields to reshape")
+    keep = [f for f in fields if f in ctx.rng.sample(fields, max(2, len(fields) - 2))]
+    taken = {f.name for f in fields}
+    renames: dict[str, str] = {}
+    for field in ctx.rng.sample(keep, min(len(keep), ctx.rng.randint(1, 2))):
+        options = [n for n in RENAMES[field.kind] if n not in taken]
+        if options:
+            renames[field.name] = ctx.rng.choice(options)
+            taken.add(renames[field.name])
+    if not renames:
+        raise NotApplicable("no free name to rename a key to")
+    pairs = [(renames.get(f.name, f.name), f.name) for f in keep]
+    records = tuple({new: record[old] for new, old in pairs} for record in doc.records)
+    dropped = [f.name for f in fields if f not in keep] + \
+        [k for k in doc.records[0] if k not in {f.name for f in fields}]
+    renamed = names([f"{old}` to `{new}" for old, new in renames.items()])
+    kept = names([new for new, _ in pairs])
+    drop = (f"; drop {names(dropped)}" if dropped else "")
+    out = ctx.output_path("reshaped", "json")
+    sentence = ctx.phrase([
+        f"Rewrite {doc.phrase} into {out}: the same objects in the same order, but with "
+        f"only the keys {kept}, where you rename {renamed}{drop}. Values stay unchanged.",
+        f"Write {out}, a JSON array with one object per object of {doc.phrase} (same order) "
+        f"holding exactly the keys {kept}: rename {renamed}{drop}; keep the values as they "
+        "are.",
+        f"Reshape every object of {doc.phrase} (rename {renamed}{drop}) and save the array "
+        f"as {out}; each object must have exactly the keys {kept}, values unchanged, "
+        "original order.",
+    ]) + ctx.hint("jq 'map({new: .old, ...})'")
+    body = ", ".join(f'"{new}": {_get(old)}' for new, old in pairs)
+    return StepResult(
+        output=JsonDoc(path=out, phrase=f"the objects of {doc.phrase} with {renamed} renamed "
+                       f"(keys {kept})", records=records),
+        instruction=sentence,
+        solution=f"jq {q(f'map({{{body}}})')} {q(doc.path)} > {q(out)}",
+        checks=[JsonValue(f"{out} holds the reshaped objects", path=out,
+                          expected=list(records), ordered=True)],
+        tools=("jq",))

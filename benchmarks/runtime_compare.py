@@ -1,0 +1,119 @@
+"""Docker runtime vs bwrap runtime: the same tasks validated by both, in one run.
+
+    .venv/bin/python benchmarks/runtime_compare.py [--tasks 60] [--workers 2] [--rounds 2]
+                                                   [--repeats 2] [--checks shell|pytest]
+
+Both runtimes run the full protocol (structure, emulated build, nop, oracle x R from fresh
+state, leakage scan) on the same small tasks, alternating rounds to spread machine noise;
+every task must be accepted by both with the same verdicts. Reported: tasks/min of each,
+machine CPU per task (all processes, dockerd included, from /proc/stat) and the ratio.
+
+`--checks shell` (default) checks the output with `cmp` in test.sh, so the numbers measure
+the sandboxes; `--checks pytest` uses the pytest tests of validate_throughput.py, where
+pytest's own start-up (~150 ms of CPU per phase here) dominates both runtimes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from taskfactory import make_task
+from validate_throughput import WORDS
+from validate_throughput import make_tasks as make_pytest_tasks
+
+from taskloom.config import ValidationConfig
+from taskloom.sandbox.runtime import open_runtime
+from taskloom.validators.engine import validate_all, validate_folder
+
+SHELL_TEST = """#!/bin/bash
+if cmp -s /app/out.txt /tests/expected.txt; then echo 1; else echo 0; fi \\
+  > /logs/verifier/reward.txt
+"""
+
+
+def make_shell_tasks(root: Path, count: int) -> list[Path]:
+    """The tasks of validate_throughput.py (sort, uppercase or count), checked by `cmp`."""
+    folders = []
+    for i in range(count):
+        words = [WORDS[(i * 3 + k) % len(WORDS)] + str(k) for k in range(20 + i % 7)]
+        data = "\n".join(words) + "\n"
+        expected, solve = [
+            ("\n".join(sorted(words)) + "\n", "sort /app/data.txt > /app/out.txt"),
+            (data.upper(), "tr a-z A-Z < /app/data.txt > /app/out.txt"),
+            (f"{len(words)}\n", "wc -l < /app/data.txt > /app/out.txt"),
+        ][i % 3]
+        folder = make_task(root, f"task-{i:04d}", environment={"data.txt": data},
+                           solve=f"#!/bin/bash\n{solve}\n", test_py=None, test_sh=SHELL_TEST)
+        (folder / "tests" / "expected.txt").write_text(expected)
+        folders.append(folder)
+    return folders
+
+
+def busy_cpu_seconds() -> float:
+    """CPU seconds all processes of the machine have used (user+nice+system+irq+softirq)."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq = (int(f) for f in fields[:7])
+    return (user + nice + system + irq + softirq) / 100.0
+
+
+def run(name: str, folders: list[Path], workers: int, repeats: int) -> tuple[float, float,
+                                                                             dict]:
+    """Validate every folder on runtime `name`: (tasks/min, CPU ms per task, verdicts)."""
+    config = ValidationConfig(repeats=repeats)
+    runtime = open_runtime(name)
+    cpu, started = busy_cpu_seconds(), time.perf_counter()
+    jobs = (lambda f=f: validate_folder(f, runtime, config) for f in folders)
+    reports = list(validate_all(jobs, runtime, workers=workers))
+    elapsed = time.perf_counter() - started
+    cpu_ms = (busy_cpu_seconds() - cpu) * 1000 / len(folders)
+    rejected = [r for r in reports if not r.accepted]
+    if rejected:
+        raise SystemExit(f"{name}: {len(rejected)} benchmark tasks were rejected: "
+                         f"{rejected[0]}")
+    verdicts = {r.task: [(v.check, v.passed, v.reason) for v in r.verdicts] for r in reports}
+    return len(folders) / elapsed * 60, cpu_ms, verdicts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tasks", type=int, default=60)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--checks", choices=("shell", "pytest"), default="shell")
+    args = parser.parse_args()
+    make = make_shell_tasks if args.checks == "shell" else make_pytest_tasks
+    rates: dict[str, list[float]] = {"docker": [], "bwrap": []}
+    cpus: dict[str, list[float]] = {"docker": [], "bwrap": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        folders = make(Path(tmp), args.tasks)
+        for name in rates:  # warm caches (page cache, image layers)
+            run(name, folders[:4], args.workers, args.repeats)
+        for round_index in range(args.rounds):
+            seen = {}
+            for name in rates:
+                rate, cpu_ms, seen[name] = run(name, folders, args.workers, args.repeats)
+                rates[name].append(rate)
+                cpus[name].append(cpu_ms)
+            if seen["docker"] != seen["bwrap"]:
+                raise SystemExit("the runtimes gave different verdicts")
+            print(f"round {round_index + 1}: docker {rates['docker'][-1]:7.1f} tasks/min   "
+                  f"bwrap {rates['bwrap'][-1]:7.1f} tasks/min")
+    mean = {name: sum(values) / len(values) for name, values in rates.items()}
+    cpu = {name: sum(values) / len(values) for name, values in cpus.items()}
+    print(f"\n{args.tasks} tasks ({args.checks} checks), {args.workers} workers, "
+          f"R={args.repeats}, {args.rounds} rounds")
+    for name in rates:
+        print(f"{name:7s}: {mean[name]:7.1f} tasks/min   {cpu[name]:6.0f} ms CPU per task")
+    print(f"ratio  : {mean['bwrap'] / mean['docker']:7.2f}x the Docker runtime's tasks/min")
+
+
+if __name__ == "__main__":
+    main()

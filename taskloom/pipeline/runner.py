@@ -1,0 +1,378 @@
+"""The batch runner: items stream through plan → generate → validate ⇄ refine → filter → export.
+
+The driver (this module, one thread) owns the run store; workers only compute. For each
+item it looks up the next stage's result by content key; a hit is reused, a miss is
+submitted to the executor. At most `window` items are in flight, so memory stays flat
+whatever the run size. Items are finalized (filtered, exported) strictly in index order,
+and the dataset is the first `count` accepted items by index: a killed and resumed run
+therefore produces exactly the dataset of an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import time
+import uuid
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from taskloom.config import RunConfig
+from taskloom.errors import InfrastructureError
+from taskloom.generators.protocols import Blueprint, Draft
+from taskloom.models import TaskReport
+from taskloom.outputs.harbor import write_task_folder
+from taskloom.pipeline import stages
+from taskloom.pipeline.executors import Executor, make_executor
+from taskloom.pipeline.store import RunStore, StoreError
+
+STORE_NAME = "run.duckdb"
+TASKS_DIR = "tasks"
+MAX_CONSECUTIVE_INFRA_ERRORS = 5
+STAGES = ("plan", "generate", "validate", "refine", "filter", "export")
+
+
+class Progress(Protocol):
+    """Receives counts as the run advances (the CLI draws bars; tests may ignore it)."""
+
+    def update(self, stage: str, done: int, total: int | None) -> None:
+        """`done` items have passed `stage` (of `total` when known)."""
+        ...
+
+
+class _Silent:
+    def update(self, stage: str, done: int, total: int | None) -> None:
+        pass
+
+
+@dataclass
+class Item:
+    """An item in flight."""
+
+    index: int
+    stage: str = "plan"
+    round: int = 0
+    blueprint: Blueprint | None = None
+    draft: Draft | None = None
+    report: TaskReport | None = None
+    status: str | None = None  # accepted, rejected, failed, error
+    reason: str | None = None
+
+
+@dataclass
+class StageStats:
+    """Counts and timings of one stage in this run."""
+
+    n_in: int = 0
+    n_out: int = 0
+    seconds: list[float] = field(default_factory=list)
+    tokens: int = 0
+    cost_usd: float = 0.0
+
+
+@dataclass
+class RunSummary:
+    """What a run produced."""
+
+    out: Path
+    exported: int
+    target: int
+    items: int
+    funnel: list[dict]
+    seconds: float
+    status: str
+
+
+class Runner:
+    """Runs (or resumes) one batch run into `out/` (run.duckdb + tasks/)."""
+
+    def __init__(self, config: RunConfig, out: Path, *, resume: bool = False,
+                 progress: Progress | None = None, executor: Executor | None = None) -> None:
+        self.config = config
+        self.out = Path(out)
+        self.resume = resume
+        self.progress = progress or _Silent()
+        self.executor = executor
+        self.keys = stages.StageKeys(config)
+        self.stats = {stage: StageStats() for stage in STAGES}
+
+    def run(self) -> RunSummary:
+        """Run to completion; KeyboardInterrupt stops cleanly (the store says how far)."""
+        store_path = self.out / STORE_NAME
+        if store_path.exists() and not self.resume:
+            raise StoreError("a run already exists here", path=self.out,
+                             fix=f"resume it with `taskloom generate --resume --out "
+                                 f"{self.out}`, or choose another --out")
+        (self.out / TASKS_DIR).mkdir(parents=True, exist_ok=True)
+        started = time.monotonic()
+        from importlib.metadata import version
+
+        with RunStore(store_path) as store:
+            self.store = store
+            previous = store.run_row()
+            run_id = previous["id"] if previous else uuid.uuid4().hex[:12]
+            store.start_run(run_id, self.config.model_dump(mode="json"),
+                            target=self.config.count, seed=self.config.seed,
+                            backend=self.config.backend, version=version("taskloom"))
+            self.executor = self.executor or make_executor(
+                self.config.executor, self.config.workers, self.config.ray_address)
+            status = "finished"
+            try:
+                self._loop()
+            except KeyboardInterrupt:
+                status = "interrupted"
+                self.executor.shutdown(cancel=True)
+                store.set_status(status, "Ctrl-C")
+                raise
+            except BaseException as exc:
+                self.executor.shutdown(cancel=True)
+                store.set_status("failed", str(exc)[:500])
+                raise
+            self.executor.shutdown(cancel=False)
+            funnel = self._funnel(time.monotonic() - started)
+            store.write_funnel(funnel)
+            store.set_status(status, f"{self.exported} of {self.config.count} tasks")
+        return RunSummary(out=self.out, exported=self.exported, target=self.config.count,
+                          items=self.next_index, funnel=funnel,
+                          seconds=time.monotonic() - started, status=status)
+
+    # -- the loop -----------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        config = self.config
+        window = max(4, 3 * config.workers)
+        self.items: dict[int, Item] = {}
+        self.futures: dict[Future, tuple[int, str, str, float]] = {}
+        self.next_index = 0
+        self.frontier = 0
+        self.exported = 0
+        self.fingerprints: set[str] = set()
+        self.infra_errors = 0
+        while True:
+            while (self.exported < config.count and len(self.items) < window
+                   and self.next_index < config.item_limit):
+                item = Item(self.next_index)
+                self.items[item.index] = item
+                self.next_index += 1
+                self._advance(item)
+            self._finalize()
+            if not self.futures:
+                if all(i.status for i in self.items.values()) and (
+                        self.exported >= config.count or self.next_index >= config.item_limit):
+                    self._finalize()
+                    return
+                continue
+            done, _ = wait(list(self.futures), timeout=1.0, return_when=FIRST_COMPLETED)
+            for future in done:
+                self._collect(future)
+
+    def _advance(self, item: Item) -> None:
+        """Move an item forward through cached results until it needs real work."""
+        while item.status is None:
+            stage, key = self._next_key(item)
+            cached = self.store.result(key)
+            if cached is None or cached["status"] == "error":
+                self._submit(item, stage, key)
+                return
+            self._apply(item, stage, cached["status"], cached["reason"], cached["payload"],
+                        cached["seconds"], cached["tokens_in"] + cached["tokens_out"],
+                        cached["cost_usd"])
+
+    def _next_key(self, item: Item) -> tuple[str, str]:
+        if item.stage == "plan":
+            return "plan", self.keys.plan(item.index)
+        if item.stage == "generate":
+            return "generate", self.keys.generate(item.blueprint)
+        if item.stage == "validate":
+            return "validate", self.keys.validate(item.draft)
+        return "refine", self.keys.refine(item.draft, item.report, item.round)
+
+    def _submit(self, item: Item, stage: str, key: str) -> None:
+        config = self.config
+        function, args = {
+            "plan": (stages.plan, (config, item.index)),
+            "generate": (stages.generate, (config, item.blueprint)),
+            "validate": (stages.validate, (config, item.draft)),
+            "refine": (stages.refine, (config, item.draft, item.report)),
+        }[stage]
+        future = self.executor.submit(stage, function, *args)
+        self.futures[future] = (item.index, stage, key, time.monotonic())
+
+    def _collect(self, future: Future) -> None:
+        from taskloom.generators.procedural.assemble import GenerationFailed
+
+        index, stage, key, started = self.futures.pop(future)
+        item = self.items[index]
+        seconds = time.monotonic() - started
+        try:
+            value = future.result()
+        except GenerationFailed as exc:
+            status, reason, payload = "rejected", f"{stage}: {exc}", None
+        except (InfrastructureError, OSError) as exc:
+            self.infra_errors += 1
+            if self.infra_errors >= MAX_CONSECUTIVE_INFRA_ERRORS:
+                raise InfrastructureError(f"{self.infra_errors} infrastructure failures in a "
+                                          f"row; last: {exc}",
+                                          fix="fix the sandbox engine (`taskloom doctor`), "
+                                              "then resume") from exc
+            item.status, item.reason = "error", f"{stage}: {exc}"
+            with self.store.transaction() as db:
+                self.store.put_item(db, index, stage=stage, status="error", reason=item.reason)
+            return
+        else:
+            self.infra_errors = 0
+            status, reason, payload = "ok", None, value.model_dump_json()
+        with self.store.transaction() as db:
+            self.store.put_result(db, key=key, stage=stage, version=self._version(stage),
+                                  item=index, round_=item.round, status=status, reason=reason,
+                                  payload=payload, seconds=seconds)
+        self._apply(item, stage, status, reason, json.loads(payload) if payload else None,
+                    seconds, 0, 0.0)
+        self._advance(item)
+
+    def _version(self, stage: str) -> str:
+        return {"plan": stages.PLAN_VERSION, "generate": stages.generator_version(self.config),
+                "validate": stages.VALIDATE_VERSION, "refine": stages.REFINE_VERSION}[stage]
+
+    def _apply(self, item: Item, stage: str, status: str, reason: str | None,
+               payload: dict | None, seconds: float, tokens: int, cost: float) -> None:
+        """Record a stage outcome on the item (and in the store's item/verdict tables)."""
+        stats = self.stats[stage]
+        stats.seconds.append(seconds or 0.0)
+        stats.tokens += tokens or 0
+        stats.cost_usd += cost or 0.0
+        if stage == "refine" and item.round == 0:
+            stats.n_in += 1  # items that needed at least one repair
+        elif stage != "refine" and not (stage == "validate" and item.round > 0):
+            stats.n_in += 1
+        if status != "ok":
+            item.status = "failed" if stage in ("plan", "generate") else "rejected"
+            item.reason = reason
+            self._record(item)
+            return
+        if stage == "plan":
+            stats.n_out += 1
+            item.blueprint = Blueprint.model_validate(payload)
+            item.stage = "generate"
+        elif stage == "generate":
+            stats.n_out += 1
+            item.draft = Draft.model_validate(payload)
+            item.stage = "validate"
+        elif stage == "refine":
+            item.draft = Draft.model_validate(payload)
+            item.round += 1
+            item.stage = "validate"
+        else:
+            item.report = TaskReport.model_validate(payload)
+            with self.store.transaction() as db:
+                self.store.put_verdicts(db, item.index, item.round, item.report.task,
+                                        item.report.verdicts)
+            if item.report.accepted:
+                item.status = "accepted"
+                if item.round == 0:
+                    stats.n_out += 1
+                else:
+                    self.stats["refine"].n_out += 1
+            elif item.round < self.config.refine_rounds:
+                item.stage = "refine"
+            else:
+                item.status = "rejected"
+                item.reason = ", ".join(str(r) for r in item.report.reasons)
+        if item.status:
+            self._record(item)
+        else:
+            with self.store.transaction() as db:
+                self.store.put_item(db, item.index, stage=item.stage, status=None)
+            self._report_progress()
+
+    def _record(self, item: Item) -> None:
+        blueprint = item.blueprint
+        draft = item.draft
+        with self.store.transaction() as db:
+            self.store.put_item(
+                db, item.index, stage=item.stage, status=item.status, reason=item.reason,
+                task_id=draft.task.name if draft else None,
+                fingerprint=stages.draft_fingerprint(draft) if draft else None,
+                scenario=blueprint.scenario if blueprint else None,
+                skills=list(blueprint.path) if blueprint else None,
+                difficulty=blueprint.difficulty.model_dump() if blueprint else None,
+                rounds=item.round)
+        self._report_progress()
+
+    def _finalize(self) -> None:
+        """Filter and export finished items in index order."""
+        while self.frontier in self.items and self.items[self.frontier].status:
+            item = self.items.pop(self.frontier)
+            self.frontier += 1
+            if item.status != "accepted" or self.exported >= self.config.count:
+                continue
+            filter_stats = self.stats["filter"]
+            filter_stats.n_in += 1
+            fingerprint = stages.draft_fingerprint(item.draft)
+            if fingerprint in self.fingerprints:
+                with self.store.transaction() as db:
+                    self.store.put_item(db, item.index, status="duplicate",
+                                        reason="same content as an earlier task")
+                continue
+            self.fingerprints.add(fingerprint)
+            filter_stats.n_out += 1
+            self._export(item, fingerprint)
+        self._report_progress()
+
+    def _export(self, item: Item, fingerprint: str) -> None:
+        started = time.monotonic()
+        task = item.draft.task
+        folder = self.out / TASKS_DIR / task.name
+        write_task_folder(task, folder)
+        blueprint = item.blueprint
+        metadata = task.config.metadata
+        with self.store.transaction() as db:
+            self.store.put_task(db, item=item.index, task_id=task.name,
+                                folder=os.path.relpath(folder, self.out),
+                                fingerprint=fingerprint, scenario=blueprint.scenario,
+                                skills=list(blueprint.path),
+                                categories=list(metadata.get("categories", [])),
+                                difficulty=blueprint.difficulty.model_dump(),
+                                round_=item.round)
+        self.exported += 1
+        stats = self.stats["export"]
+        stats.n_in += 1
+        stats.n_out += 1
+        stats.seconds.append(time.monotonic() - started)
+
+    def _report_progress(self) -> None:
+        limit = self.config.item_limit
+        self.progress.update("plan", self.stats["plan"].n_out, limit)
+        self.progress.update("generate", self.stats["generate"].n_out, None)
+        self.progress.update("validate", self.stats["validate"].n_in, None)
+        self.progress.update("export", self.exported, self.config.count)
+
+    def _funnel(self, wall: float) -> list[dict]:
+        """Per stage: in, out, yield, median seconds, tokens, cost; then the verified line."""
+        rows = []
+        for stage in STAGES:
+            stats = self.stats[stage]
+            rows.append({
+                "stage": stage, "in": stats.n_in, "out": stats.n_out,
+                "yield": round(stats.n_out / stats.n_in, 4) if stats.n_in else None,
+                "median_seconds": round(statistics.median(stats.seconds), 4)
+                if stats.seconds else None,
+                "tokens": stats.tokens, "cost_usd": round(stats.cost_usd, 6)})
+        verified = self.exported
+        tokens = sum(s.tokens for s in self.stats.values())
+        cost = sum(s.cost_usd for s in self.stats.values())
+        rows.append({"stage": "verified", "in": self.next_index, "out": verified,
+                     "yield": round(verified / self.next_index, 4) if self.next_index else None,
+                     "median_seconds": round(wall / verified, 4) if verified else None,
+                     "tokens": tokens // verified if verified else tokens,
+                     "cost_usd": round(cost / verified, 6) if verified else round(cost, 6)})
+        return rows
+
+
+def run_dir_for(config: RunConfig, root: Path = Path("runs")) -> Path:
+    """Default output directory for a run: runs/<backend>-seed<seed>-n<count>."""
+    return root / f"{config.backend}-seed{config.seed}-n{config.count}"
+

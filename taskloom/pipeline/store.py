@@ -1,0 +1,205 @@
+"""The run store: one DuckDB file per run, written only by the driver.
+
+Tables (plain SQL; see the README for example queries):
+
+- `run`        one row: id, created, config (JSON), status, counts.
+- `results`    every stage result, keyed by its content fingerprint
+               (stage, stage version, input fingerprint, stage config): item, round,
+               status (ok / rejected / error), reason, payload (JSON), seconds, tokens, cost.
+               A resumed run looks results up by key, so a stage whose version, input or
+               config changed runs again, and so does everything after it.
+- `items`      the current state of each item: stage reached, final status, reason,
+               task id and fingerprint, round accepted in.
+- `verdicts`   one row per check of every validation (item, round, check, passed, reason,
+               details, log excerpt).
+- `tasks`      exported tasks: item, task id, folder, fingerprint, skills, scenario.
+- `funnel`     per stage: in, out, yield, median seconds, tokens, cost (written at the end).
+- `events`     run history: started, interrupted, resumed, finished (with timestamps).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from taskloom.errors import InputError
+
+SCHEMA_VERSION = 1
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS run (
+    id VARCHAR PRIMARY KEY, created DOUBLE, schema_version INTEGER, config JSON,
+    status VARCHAR, target INTEGER, seed BIGINT, backend VARCHAR, taskloom_version VARCHAR);
+CREATE TABLE IF NOT EXISTS results (
+    key VARCHAR PRIMARY KEY, stage VARCHAR, stage_version VARCHAR, item INTEGER,
+    round INTEGER, status VARCHAR, reason VARCHAR, payload JSON, seconds DOUBLE,
+    tokens_in BIGINT, tokens_out BIGINT, cost_usd DOUBLE, created DOUBLE);
+CREATE TABLE IF NOT EXISTS items (
+    item INTEGER PRIMARY KEY, stage VARCHAR, status VARCHAR, reason VARCHAR,
+    task_id VARCHAR, fingerprint VARCHAR, scenario VARCHAR, skills JSON,
+    difficulty JSON, rounds INTEGER, updated DOUBLE);
+CREATE TABLE IF NOT EXISTS verdicts (
+    item INTEGER, round INTEGER, task_id VARCHAR, "check" VARCHAR, passed BOOLEAN,
+    reason VARCHAR, details VARCHAR, log VARCHAR, seconds DOUBLE);
+CREATE TABLE IF NOT EXISTS tasks (
+    item INTEGER PRIMARY KEY, task_id VARCHAR, folder VARCHAR, fingerprint VARCHAR,
+    scenario VARCHAR, skills JSON, categories JSON, difficulty JSON, round INTEGER,
+    exported DOUBLE);
+CREATE TABLE IF NOT EXISTS funnel (
+    stage VARCHAR PRIMARY KEY, position INTEGER, n_in INTEGER, n_out INTEGER,
+    yield DOUBLE, median_seconds DOUBLE, tokens BIGINT, cost_usd DOUBLE);
+CREATE TABLE IF NOT EXISTS events (happened DOUBLE, event VARCHAR, detail VARCHAR);
+"""
+
+
+class StoreError(InputError):
+    """A run store that cannot be opened or belongs to another run."""
+
+
+class RunStore:
+    """A DuckDB run file. Use from one thread (the driver); every write commits."""
+
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
+        import duckdb
+
+        self.path = Path(path)
+        if read_only and not self.path.exists():
+            raise StoreError("no run store here", path=self.path,
+                             fix="pass a run directory written by `taskloom generate`")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.db = duckdb.connect(str(self.path), read_only=read_only)
+        except duckdb.Error as exc:
+            raise StoreError(f"cannot open the run store: {exc}", path=self.path,
+                             fix="another taskloom process may be using this run; wait for "
+                                 "it or pass another --out") from exc
+        if not read_only:
+            self.db.execute(SCHEMA)
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        """Close the database file."""
+        self.db.close()
+
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self):
+        """Group writes so a killed process leaves either all or none of them."""
+        with self._lock:
+            self.db.execute("BEGIN TRANSACTION")
+            try:
+                yield self.db
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+            self.db.execute("COMMIT")
+
+    # -- run ------------------------------------------------------------------------------
+
+    def run_row(self) -> dict | None:
+        """The run's row, or None for a new store."""
+        row = self.db.execute("SELECT id, created, config, status, target, seed, backend "
+                              "FROM run").fetchone()
+        if row is None:
+            return None
+        keys = ("id", "created", "config", "status", "target", "seed", "backend")
+        data = dict(zip(keys, row, strict=True))
+        data["config"] = json.loads(data["config"])
+        return data
+
+    def start_run(self, run_id: str, config: dict, *, target: int, seed: int, backend: str,
+                  version: str) -> None:
+        """Create the run row (new run) or mark a resumed one as running."""
+        with self.transaction() as db:
+            if db.execute("SELECT count(*) FROM run").fetchone()[0]:
+                db.execute("UPDATE run SET status = 'running', config = ?",
+                           [json.dumps(config)])
+                db.execute("INSERT INTO events VALUES (?, 'resumed', '')", [time.time()])
+            else:
+                db.execute("INSERT INTO run VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?)",
+                           [run_id, time.time(), SCHEMA_VERSION, json.dumps(config), target,
+                            seed, backend, version])
+                db.execute("INSERT INTO events VALUES (?, 'started', '')", [time.time()])
+
+    def set_status(self, status: str, detail: str = "") -> None:
+        """Record the run's status (finished, interrupted, failed) as an event too."""
+        with self.transaction() as db:
+            db.execute("UPDATE run SET status = ?", [status])
+            db.execute("INSERT INTO events VALUES (?, ?, ?)", [time.time(), status, detail])
+
+    # -- stage results ---------------------------------------------------------------------
+
+    def result(self, key: str) -> dict | None:
+        """A stored stage result by key: status, reason, payload (parsed), seconds."""
+        row = self.db.execute("SELECT status, reason, payload, seconds, tokens_in, "
+                              "tokens_out, cost_usd FROM results WHERE key = ?",
+                              [key]).fetchone()
+        if row is None:
+            return None
+        status, reason, payload, seconds, tokens_in, tokens_out, cost = row
+        return {"status": status, "reason": reason,
+                "payload": json.loads(payload) if payload else None, "seconds": seconds,
+                "tokens_in": tokens_in, "tokens_out": tokens_out, "cost_usd": cost}
+
+    def put_result(self, db, *, key: str, stage: str, version: str, item: int, round_: int,
+                   status: str, reason: str | None, payload: str | None, seconds: float,
+                   tokens_in: int = 0, tokens_out: int = 0, cost_usd: float = 0.0) -> None:
+        """Store one stage result (inside a transaction)."""
+        db.execute("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                   "?, ?)", [key, stage, version, item, round_, status, reason, payload,
+                             seconds, tokens_in, tokens_out, cost_usd, time.time()])
+
+    def put_item(self, db, item: int, **values) -> None:
+        """Insert or update an item's state (inside a transaction)."""
+        columns = ("stage", "status", "reason", "task_id", "fingerprint", "scenario", "skills",
+                   "difficulty", "rounds")
+        current = db.execute("SELECT " + ", ".join(columns) + " FROM items WHERE item = ?",
+                             [item]).fetchone()
+        merged = dict(zip(columns, current, strict=True)) if current else {}
+        for name, value in values.items():
+            merged[name] = json.dumps(value) if name in ("skills", "difficulty") else value
+        db.execute("INSERT OR REPLACE INTO items VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                   [item, *(merged.get(c) for c in columns), time.time()])
+
+    def put_verdicts(self, db, item: int, round_: int, task_id: str, verdicts) -> None:
+        """Store the verdicts of one validation (inside a transaction)."""
+        db.execute("DELETE FROM verdicts WHERE item = ? AND round = ?", [item, round_])
+        for verdict in verdicts:
+            db.execute("INSERT INTO verdicts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                       [item, round_, task_id, str(verdict.check), verdict.passed,
+                        str(verdict.reason) if verdict.reason else None, verdict.details,
+                        verdict.log[:4000], verdict.seconds])
+
+    def put_task(self, db, *, item: int, task_id: str, folder: str, fingerprint: str,
+                 scenario: str, skills: list[str], categories: list[str], difficulty: dict,
+                 round_: int) -> None:
+        """Record an exported task (inside a transaction)."""
+        db.execute("INSERT OR REPLACE INTO tasks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                   [item, task_id, folder, fingerprint, scenario, json.dumps(skills),
+                    json.dumps(categories), json.dumps(difficulty), round_, time.time()])
+
+    def finished_items(self) -> dict[int, str]:
+        """Item -> final status, for items that reached one."""
+        rows = self.db.execute("SELECT item, status FROM items WHERE status IN "
+                               "('accepted', 'rejected', 'failed', 'duplicate')").fetchall()
+        return dict(rows)
+
+    def write_funnel(self, rows: list[dict]) -> None:
+        """Replace the funnel table."""
+        with self.transaction() as db:
+            db.execute("DELETE FROM funnel")
+            for position, row in enumerate(rows):
+                db.execute("INSERT INTO funnel VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                           [row["stage"], position, row["in"], row["out"], row["yield"],
+                            row["median_seconds"], row["tokens"], row["cost_usd"]])
+
+    def query(self, sql: str, params: list | None = None) -> list[tuple]:
+        """Run read-only SQL and return all rows."""
+        return self.db.execute(sql, params or []).fetchall()

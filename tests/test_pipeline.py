@@ -1,0 +1,168 @@
+"""The batch pipeline: a real run, a SIGKILL mid-run and a resume, stage-level caching, the
+DuckDB store answering plain SQL, and config errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from taskloom.config import load_run_config
+from taskloom.errors import ConfigError
+from taskloom.pipeline.runner import Runner
+from taskloom.pipeline.store import RunStore
+
+pytestmark = pytest.mark.docker
+TASKLOOM = [sys.executable, "-m", "taskloom.cli"]
+
+
+def folder_bytes(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file()}
+
+
+def run_generate(out: Path, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*TASKLOOM, "generate", "--count", "6", "--seed", "3", "--out",
+                           str(out), "-w", "2", *extra], capture_output=True, text=True,
+                          timeout=600)
+
+
+def exported(out: Path) -> int:
+    tasks = out / "tasks"
+    return sum(1 for p in tasks.iterdir() if (p / "task.toml").exists()) if tasks.exists() else 0
+
+
+def test_sigkill_then_resume_equals_uninterrupted_run(tmp_path):
+    reference = tmp_path / "reference"
+    done = run_generate(reference)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert exported(reference) == 6
+
+    killed = tmp_path / "killed"
+    process = subprocess.Popen([*TASKLOOM, "generate", "--count", "6", "--seed", "3", "--out",
+                                str(killed), "-w", "2"], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and exported(killed) < 2:
+        time.sleep(0.2)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    assert 2 <= exported(killed) < 6, "the run should be killed mid-way"
+
+    resumed = run_generate(killed, "--resume")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    reference_tasks = folder_bytes(reference / "tasks")
+    assert folder_bytes(killed / "tasks") == reference_tasks
+    with RunStore(killed / "run.duckdb", read_only=True) as store:
+        items = store.query("SELECT item, count(*) FROM tasks GROUP BY item HAVING count(*) > 1")
+        assert items == []  # no duplicates
+        indices = [row[0] for row in store.query("SELECT item FROM tasks ORDER BY item")]
+        events = [row[0] for row in store.query("SELECT event FROM events ORDER BY happened")]
+    assert len(indices) == 6
+    assert events[0] == "started" and "resumed" in events and events[-1] == "finished"
+
+
+def test_resume_reuses_finished_work_and_reruns_changed_stages(tmp_path):
+    out = tmp_path / "run"
+    config = load_run_config(None, ["count=3", "seed=5", "workers=2"])
+    first = Runner(config, out).run()
+    assert first.exported == 3
+
+    def results() -> dict[str, tuple[str, int, float]]:
+        with RunStore(out / "run.duckdb", read_only=True) as store:
+            rows = store.query("SELECT key, stage, item, created FROM results")
+        return {key: (stage, item, created) for key, stage, item, created in rows}
+
+    before = results()
+    again = Runner(config, out, resume=True).run()
+    assert again.exported == 3
+    assert results() == before  # nothing recomputed, nothing added
+
+    changed = load_run_config(None, ["count=3", "seed=5", "workers=2",
+                                     "validation.repeats=3"])
+    Runner(changed, out, resume=True).run()
+    after = results()
+    for key, (stage, item, created) in before.items():
+        if stage in ("plan", "generate"):
+            assert after[key] == (stage, item, created), f"{stage} of item {item} re-ran"
+    validated_before = {item for stage, item, _ in before.values() if stage == "validate"}
+    new_validations = {item for key, (stage, item, _) in after.items()
+                       if stage == "validate" and key not in before}
+    assert validated_before & new_validations  # the changed stage ran again
+
+
+def test_store_answers_plain_sql(tmp_path):
+    out = tmp_path / "run"
+    Runner(load_run_config(None, ["count=2", "seed=9"]), out).run()
+    db = duckdb.connect(str(out / "run.duckdb"), read_only=True)
+    stages = [row[0] for row in db.execute("SELECT stage FROM funnel ORDER BY position")
+              .fetchall()]
+    assert stages == ["plan", "generate", "validate", "refine", "filter", "export", "verified"]
+    checks = db.execute("SELECT DISTINCT \"check\" FROM verdicts ORDER BY 1").fetchall()
+    assert ("oracle",) in checks and ("nop",) in checks
+    skills = db.execute("SELECT skills FROM tasks").fetchall()
+    assert all(json.loads(row[0]) for row in skills)
+    config = json.loads(db.execute("SELECT config FROM run").fetchone()[0])
+    assert config["seed"] == 9
+
+
+def test_runs_list_and_show(tmp_path):
+    out = tmp_path / "runs" / "small"
+    Runner(load_run_config(None, ["count=1", "seed=2"]), out).run()
+    listing = subprocess.run([*TASKLOOM, "runs", "list", "--root", str(tmp_path / "runs")],
+                             capture_output=True, text=True)
+    assert "finished" in listing.stdout and "small" in listing.stdout
+    shown = subprocess.run([*TASKLOOM, "runs", "show", str(out)], capture_output=True,
+                           text=True)
+    assert "funnel" in shown.stdout and "verified" in shown.stdout
+
+
+def test_existing_run_needs_resume(tmp_path):
+    out = tmp_path / "run"
+    Runner(load_run_config(None, ["count=1", "seed=4"]), out).run()
+    done = run_generate(out)
+    assert done.returncode == 2
+    assert "--resume" in done.stderr
+
+
+def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
+    out = tmp_path / "run"
+    process = subprocess.Popen([*TASKLOOM, "generate", "--count", "30", "--seed", "1",
+                                "--out", str(out)], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and exported(out) < 1:
+        time.sleep(0.2)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130
+    assert "--resume --out" in stderr
+    with RunStore(out / "run.duckdb", read_only=True) as store:
+        assert store.run_row()["status"] == "interrupted"
+    leftovers = subprocess.run(["docker", "ps", "-aq", "--filter", "label=taskloom.sandbox"],
+                               capture_output=True, text=True).stdout.split()
+    assert not [c for c in leftovers if _owned_by(c, process.pid)]
+
+
+def _owned_by(container: str, pid: int) -> bool:
+    label = subprocess.run(["docker", "inspect", "-f",
+                            "{{index .Config.Labels \"taskloom.owner\"}}", container],
+                           capture_output=True, text=True).stdout.strip()
+    return label.endswith(f":{pid}")
+
+
+def test_config_errors_name_the_key(tmp_path):
+    with pytest.raises(ConfigError, match=r"validation\.repets"):
+        load_run_config(None, ["validation.repets=3"])
+    bad = tmp_path / "run.toml"
+    bad.write_text("count = 'many'\n")
+    with pytest.raises(ConfigError) as caught:
+        load_run_config(bad)
+    assert str(bad) in str(caught.value) and "count" in str(caught.value)
