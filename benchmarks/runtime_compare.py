@@ -1,16 +1,17 @@
 """Docker runtime vs bwrap runtime: the same tasks validated by both, in one run.
 
     .venv/bin/python benchmarks/runtime_compare.py [--tasks 60] [--workers 2] [--rounds 2]
-                                                   [--repeats 2] [--checks shell|pytest]
+                                                   [--repeats 2] [--kind shell|procedural]
 
 Both runtimes run the full protocol (structure, emulated build, nop, oracle x R from fresh
 state, leakage scan) on the same small tasks, alternating rounds to spread machine noise;
 every task must be accepted by both with the same verdicts. Reported: tasks/min of each,
 machine CPU per task (all processes, dockerd included, from /proc/stat) and the ratio.
 
-`--checks shell` (default) checks the output with `cmp` in test.sh, so the numbers measure
-the sandboxes; `--checks pytest` uses the pytest tests of validate_throughput.py, where
-pytest's own start-up (~150 ms of CPU per phase here) dominates both runtimes.
+`--kind shell` (default): small tasks made with tests/taskfactory.py (sort, uppercase or
+count a data file) whose test.sh checks the output with `cmp`, so the numbers measure the
+sandboxes. `--kind procedural`: the single-step procedural tasks of validate_throughput.py,
+checked by pytest, whose start-up (~150 ms of CPU per phase here) dominates both runtimes.
 """
 
 from __future__ import annotations
@@ -25,13 +26,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from taskfactory import make_task
-from validate_throughput import WORDS
-from validate_throughput import make_tasks as make_pytest_tasks
 
 from taskloom.config import ValidationConfig
 from taskloom.sandbox.runtime import open_runtime
 from taskloom.validators.engine import validate_all, validate_folder
 
+WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
 SHELL_TEST = """#!/bin/bash
 if cmp -s /app/out.txt /tests/expected.txt; then echo 1; else echo 0; fi \\
   > /logs/verifier/reward.txt
@@ -39,7 +39,7 @@ if cmp -s /app/out.txt /tests/expected.txt; then echo 1; else echo 0; fi \\
 
 
 def make_shell_tasks(root: Path, count: int) -> list[Path]:
-    """The tasks of validate_throughput.py (sort, uppercase or count), checked by `cmp`."""
+    """Small, varied tasks (sort, uppercase or count a data file), checked by `cmp`."""
     folders = []
     for i in range(count):
         words = [WORDS[(i * 3 + k) % len(WORDS)] + str(k) for k in range(20 + i % 7)]
@@ -87,9 +87,12 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--checks", choices=("shell", "pytest"), default="shell")
+    parser.add_argument("--kind", choices=("shell", "procedural"), default="shell")
     args = parser.parse_args()
-    make = make_shell_tasks if args.checks == "shell" else make_pytest_tasks
+    if args.kind == "shell":
+        make = make_shell_tasks
+    else:
+        from validate_throughput import make_tasks as make
     rates: dict[str, list[float]] = {"docker": [], "bwrap": []}
     cpus: dict[str, list[float]] = {"docker": [], "bwrap": []}
     with tempfile.TemporaryDirectory() as tmp:
@@ -108,7 +111,7 @@ def main() -> None:
                   f"bwrap {rates['bwrap'][-1]:7.1f} tasks/min")
     mean = {name: sum(values) / len(values) for name, values in rates.items()}
     cpu = {name: sum(values) / len(values) for name, values in cpus.items()}
-    print(f"\n{args.tasks} tasks ({args.checks} checks), {args.workers} workers, "
+    print(f"\n{args.tasks} tasks ({args.kind}), {args.workers} workers, "
           f"R={args.repeats}, {args.rounds} rounds")
     for name in rates:
         print(f"{name:7s}: {mean[name]:7.1f} tasks/min   {cpu[name]:6.0f} ms CPU per task")

@@ -104,7 +104,7 @@ def validate(
         raise typer.Exit(2) from exc
     try:
         folders = find_task_folders(paths)
-        runtime = open_runtime(runtime_name, keep_images=keep_images)  # type: ignore[arg-type]
+        runtime = open_runtime(runtime_name, keep_images=keep_images)
     except TaskloomError as exc:
         raise _fail(exc) from exc
     started = time.monotonic()
@@ -459,6 +459,8 @@ def graph_show(
 @app.command()
 def doctor() -> None:
     """Check the sandbox engine, the base image and the optional Python extras."""
+    from rich.markup import escape
+
     from taskloom.doctor import run_checks
 
     table = Table()
@@ -467,8 +469,9 @@ def doctor() -> None:
     checks = run_checks()
     for check in checks:
         status = {"ok": "[green]ok[/]", "missing": "[red]missing[/]",
-                  "optional": "[yellow]not installed[/]"}[check.status]
-        table.add_row(check.component, status, check.detail, check.fix)
+                  "optional": "[yellow]not installed[/]",
+                  "unavailable": "[yellow]unavailable[/]"}[check.status]
+        table.add_row(check.component, status, escape(check.detail), escape(check.fix))
     out.print(table)
     if any(check.status == "missing" for check in checks):
         raise typer.Exit(1)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
+import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from taskloom.errors import SandboxUnavailable
@@ -16,7 +17,7 @@ class DoctorCheck:
     """One line of the doctor's report."""
 
     component: str
-    status: Literal["ok", "missing", "optional"]
+    status: Literal["ok", "missing", "optional", "unavailable"]
     detail: str
     fix: str = ""
 
@@ -35,7 +36,19 @@ EXTRAS = (
 def run_checks() -> list[DoctorCheck]:
     """Every check, in the order a new user should fix them."""
     checks = [DoctorCheck("python", "ok", sys.version.split()[0])]
-    checks += _docker_checks()
+    docker = _docker_checks()
+    bwrap = _bwrap_runtime_check()
+    if bwrap.status == "ok":  # a machine without Docker can still validate
+        docker = [replace(c, status="unavailable") if c.status == "missing" else c
+                  for c in docker]
+    docker_usable = all(check.status == "ok" for check in docker)
+    checks += docker
+    checks.append(DoctorCheck(
+        "runtime: docker", "ok" if docker_usable else "unavailable",
+        "usable (--runtime docker, the default)" if docker_usable else
+        "; ".join(f"{c.component}: {c.detail}" for c in docker if c.status != "ok"),
+        "" if docker_usable else "; ".join(c.fix for c in docker if c.fix)))
+    checks.append(bwrap)
     checks.append(_tool("debootstrap", "builds the base image offline",
                         "apt-get install -y debootstrap"))
     for module, extra, purpose in EXTRAS:
@@ -65,6 +78,25 @@ def _docker_checks() -> list[DoctorCheck]:
     image = DoctorCheck("base image", "ok" if usable else "missing", detail,
                         "" if usable else "taskloom base-image build  (as root, ~1 min)")
     return [engine, image]
+
+
+def _bwrap_runtime_check() -> DoctorCheck:
+    """Can `--runtime bwrap` run here, and if not, every reason with its fix."""
+    from taskloom.sandbox import rootfs
+    from taskloom.sandbox.bwrap_runtime import unavailable_reasons
+
+    reasons = unavailable_reasons()
+    if reasons:
+        return DoctorCheck("runtime: bwrap", "unavailable",
+                           "; ".join(reason for reason, _ in reasons),
+                           "; ".join(fix for _, fix in reasons))
+    found = rootfs.find()
+    version = subprocess.run(["bwrap", "--version"], capture_output=True, text=True,
+                             check=False).stdout.strip()
+    return DoctorCheck("runtime: bwrap", "ok",
+                       f"usable (--runtime bwrap): {version}, overlayfs, cgroup v1 memory/pids/"
+                       f"cpu, root filesystem {found.path if found else '?'} "
+                       f"({found.source if found else '?'})")
 
 
 def _tool(name: str, purpose: str, fix: str) -> DoctorCheck:

@@ -193,6 +193,21 @@ def sorted_files(files: Any) -> tuple[TaskFile, ...]:
     return tuple(sorted(files, key=lambda f: f.path))
 
 
+class Usage(Frozen):
+    """Model usage behind a result (zero for the procedural backend)."""
+
+    tokens_in: int = Field(default=0, ge=0, description="Prompt tokens.")
+    tokens_out: int = Field(default=0, ge=0, description="Completion tokens.")
+    cost_usd: float = Field(default=0.0, ge=0, description="Dollars, at configured prices.")
+    requests: int = Field(default=0, ge=0, description="Requests sent (cache hits excluded).")
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(tokens_in=self.tokens_in + other.tokens_in,
+                     tokens_out=self.tokens_out + other.tokens_out,
+                     cost_usd=self.cost_usd + other.cost_usd,
+                     requests=self.requests + other.requests)
+
+
 class ReasonCode(StrEnum):
     """Why a check rejected a task."""
 
@@ -247,6 +262,7 @@ class TaskReport(Frozen):
     source: str = Field(default="", description="Where the task came from (folder path).")
     verdicts: tuple[Verdict, ...] = Field(description="One verdict per check that ran.")
     seconds: float = Field(default=0.0, description="Wall-clock time of the whole validation.")
+    usage: Usage = Field(default_factory=Usage, description="Model usage (LLM judge).")
 
     @property
     def accepted(self) -> bool:

@@ -15,16 +15,24 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 
 @pytest.fixture(scope="session")
-def docker_runtime():
-    """A DockerRuntime on the local engine; fails loudly when the engine or image is absent."""
+def docker_client_ready():
+    """A client of the local engine; fails loudly when the engine or the image is absent."""
     from taskloom.sandbox import base_image
-    from taskloom.sandbox.docker_runtime import DockerRuntime, docker_client
+    from taskloom.sandbox.docker_runtime import docker_client
 
     client = docker_client()
     usable, status = base_image.base_image_status(client)
     if not usable:
         pytest.fail(f"{status}: run `taskloom base-image build` (the README's setup does)")
-    runtime = DockerRuntime(client)
+    return client
+
+
+@pytest.fixture()
+def docker_runtime(docker_client_ready):
+    """A DockerRuntime for one test (a test may close it: validate_all closes its runtime)."""
+    from taskloom.sandbox.docker_runtime import DockerRuntime
+
+    runtime = DockerRuntime(docker_client_ready)
     yield runtime
     runtime.close()
 
@@ -35,14 +43,19 @@ def pytest_configure(config):
 
 
 @pytest.fixture(scope="session")
-def bwrap_runtime():
-    """A BwrapRuntime; exports the root filesystem of the base image first if it is missing."""
+def bwrap_rootfs():
+    """The base image's exported root filesystem; exported first if it is missing."""
     from taskloom.sandbox import rootfs
-    from taskloom.sandbox.bwrap_runtime import BwrapRuntime
     from taskloom.sandbox.docker_runtime import docker_client
 
-    if rootfs.find() is None:
-        rootfs.export_from_docker(docker_client())
+    return rootfs.find() or rootfs.export_from_docker(docker_client())
+
+
+@pytest.fixture()
+def bwrap_runtime(bwrap_rootfs):
+    """A BwrapRuntime for one test (a test may close it: validate_all closes its runtime)."""
+    from taskloom.sandbox.bwrap_runtime import BwrapRuntime
+
     runtime = BwrapRuntime()
     yield runtime
     runtime.close()

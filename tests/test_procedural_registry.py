@@ -42,6 +42,7 @@ def test_every_primitive_is_a_graph_skill_with_the_graph_types():
 
 
 @pytest.mark.docker
+@pytest.mark.timeout(3600)
 def test_every_primitive_validates_in_the_sandbox(docker_runtime):
     config = ValidationConfig()
     jobs = []
@@ -72,6 +73,7 @@ def test_same_seed_same_bytes_other_seed_other_task(tmp_path, skill):
 
 
 @pytest.mark.docker
+@pytest.mark.timeout(3600)
 def test_chained_paths_validate(docker_runtime):
     """A two-step chain from every primitive that has a realizable successor."""
     generator = ProceduralGenerator(GRAPH)

@@ -12,7 +12,7 @@ from typing import Literal, Protocol
 
 from pydantic import Field
 
-from taskloom.models import Frozen, Task, Verdict
+from taskloom.models import Frozen, Task, Usage, Verdict
 
 Level = Literal[1, 2, 3]
 DIMENSIONS = ("steps", "tool_breadth", "data_volume", "noise", "specification",
@@ -56,6 +56,8 @@ class Blueprint(Frozen):
     via: tuple[str, ...] = Field(default=(),
                                  description="Scenario linking each consecutive skill pair.")
     difficulty: Difficulty = Field(description="Difficulty vector.")
+    details: str = Field(default="", description="Concrete scenario details (LLM planner).")
+    usage: Usage = Field(default_factory=Usage, description="Model usage of planning.")
 
 
 class Draft(Frozen):
@@ -67,6 +69,7 @@ class Draft(Frozen):
         default=(), description="Answers the instruction must not state verbatim.")
     generator: str = Field(description="Backend and version that wrote it.")
     attempt: int = Field(default=0, description="0 for the first draft, k after k refines.")
+    usage: Usage = Field(default_factory=Usage, description="Model usage of writing it.")
 
 
 class Planner(Protocol):

@@ -58,11 +58,12 @@ class RayExecutor:
             raise InfrastructureError("Ray is not installed",
                                       fix="pip install 'taskloom[ray]'") from exc
         self.ray = ray
-        if not ray.is_initialized():
+        self.started = not ray.is_initialized()
+        if self.started:
             if address in (None, "local"):
                 ray.init(address="local", num_cpus=max(workers, 2),
                          resources={"sandbox": workers}, include_dashboard=False,
-                         log_to_driver=False)
+                         log_to_driver=False, configure_logging=False)
             else:
                 ray.init(address=address, log_to_driver=False)
         self.remote = ray.remote(_call)
@@ -83,6 +84,8 @@ class RayExecutor:
                 with contextlib.suppress(Exception):  # already finished or gone
                     self.ray.cancel(ref, force=True)
         self.pending.clear()
+        if self.started:  # a local instance we started ends with the run
+            self.ray.shutdown()
 
 
 def _call(function: Callable, *args: object):

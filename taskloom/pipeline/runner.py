@@ -225,12 +225,16 @@ class Runner:
         else:
             self.infra_errors = 0
             status, reason, payload = "ok", None, value.model_dump_json()
+        usage = getattr(value, "usage", None) if status == "ok" else None
+        tokens_in, tokens_out = (usage.tokens_in, usage.tokens_out) if usage else (0, 0)
+        cost = usage.cost_usd if usage else 0.0
         with self.store.transaction() as db:
             self.store.put_result(db, key=key, stage=stage, version=self._version(stage),
                                   item=index, round_=item.round, status=status, reason=reason,
-                                  payload=payload, seconds=seconds)
+                                  payload=payload, seconds=seconds, tokens_in=tokens_in,
+                                  tokens_out=tokens_out, cost_usd=cost)
         self._apply(item, stage, status, reason, json.loads(payload) if payload else None,
-                    seconds, 0, 0.0)
+                    seconds, tokens_in + tokens_out, cost)
         self._advance(item)
 
     def _version(self, stage: str) -> str:

@@ -20,10 +20,9 @@ import hashlib
 import json
 import threading
 from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
 
 from taskloom.config import RunConfig
+from taskloom.generators.backends import backend_for, skill_graph
 from taskloom.generators.protocols import Blueprint, Draft
 from taskloom.models import TaskReport
 
@@ -38,16 +37,9 @@ def fingerprint(*parts: object) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-@lru_cache(maxsize=8)
-def _graph(files: tuple[str, ...]):
-    from taskloom.skill_graph.model import load_graph
-
-    return load_graph([Path(f) for f in files])
-
-
 def graph_fingerprint(config: RunConfig) -> str:
     """Fingerprint of the merged skill graph the run plans on."""
-    return fingerprint(_graph(config.graph).data.model_dump(mode="json"))
+    return fingerprint(skill_graph(config.graph).data.model_dump(mode="json"))
 
 
 @dataclass(frozen=True)
@@ -98,40 +90,22 @@ def generator_version(config: RunConfig) -> str:
 
 # -- the stage functions (run on workers) -------------------------------------------------
 
-def _planner(config: RunConfig):
-    from taskloom.generators.procedural.backend import PlanSettings, ProceduralPlanner
-
-    fixed = {k: v for k, v in config.difficulty.model_dump().items() if v is not None}
-    return ProceduralPlanner(_graph(config.graph), PlanSettings(
-        seed=config.seed, difficulty=fixed, scenario=config.scenario, skills=config.skills))
-
-
-@lru_cache(maxsize=4)
-def _cached_planner(config_json: str):
-    return _planner(RunConfig.model_validate_json(config_json))
-
-
 def plan(config: RunConfig, item: int) -> Blueprint:
     """The blueprint of one item."""
-    return _cached_planner(config.model_dump_json()).plan(item)
-
-
-def _generator(config: RunConfig):
-    from taskloom.generators.procedural.backend import ProceduralGenerator
-
-    return ProceduralGenerator(_graph(config.graph))
+    planner, _, _ = backend_for(config)
+    return planner.plan(item)
 
 
 def generate(config: RunConfig, blueprint: Blueprint) -> Draft:
     """A draft for a blueprint (raises GenerationFailed when none can be made)."""
-    return _generator(config).generate(blueprint)
+    _, generator, _ = backend_for(config)
+    return generator.generate(blueprint)
 
 
 def refine(config: RunConfig, draft: Draft, report: TaskReport) -> Draft:
     """A repaired draft from the failing verdicts."""
-    from taskloom.generators.procedural.backend import ProceduralRefiner
-
-    return ProceduralRefiner(_generator(config)).refine(draft, report.verdicts)
+    _, _, refiner = backend_for(config)
+    return refiner.refine(draft, report.verdicts)
 
 
 _RUNTIMES: dict[str, object] = {}

@@ -33,7 +33,7 @@ from taskloom.models import Frozen
 from taskloom.sandbox import base_image
 
 ROOTFS_ROOT = Path("/var/lib/taskloom/rootfs")
-EXPORT_COMMAND = "python -m taskloom.sandbox.rootfs"
+EXPORT_COMMAND = f"{sys.executable} -m taskloom.sandbox.rootfs"
 HOSTNAME = "sandbox"
 _HOSTS = (f"127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
           f"127.0.1.1\t{HOSTNAME}\n")

@@ -51,8 +51,10 @@ def instruction_leaks(task: Task, expected_values: tuple[str, ...]) -> list[Leak
 def leakage_verdict(task: Task, image_leaks: tuple[Leak, ...], *, seconds: float = 0.0,
                     image_checked: bool = True,
                     expected_values: tuple[str, ...] = ()) -> Verdict:
-    """One verdict over the build context, the image when it was built, and the instruction
-    when the expected values are known."""
+    """One verdict over the build context, the image (when built) and the instruction.
+
+    The instruction is checked when the expected values are known (generated tasks).
+    """
     leaks = (context_leaks(task) + list(image_leaks) +
              instruction_leaks(task, expected_values))
     if leaks:

@@ -31,7 +31,7 @@ from taskloom.validators.leakage import states_value
 GENERATOR_VERSION = "procedural/1"
 
 
-class GenerationFailed(Exception):  # noqa: N818 - a normal outcome the caller retries
+class GenerationFailed(Exception):  # a normal outcome the caller retries
     """This blueprint and seed gave no usable task (inapplicable step, weak step, leak)."""
 
 
@@ -109,7 +109,7 @@ def _path_phrase(artifact: Artifact) -> str:
             "archive": "archive", "file_tree": "directory", "git_repo": "repository",
             "log_dir": "log directory", "cron_job": "scheduled job",
             "account_set": "accounts listed in"}.get(artifact.kind, "file")
-    return f"the {noun} {artifact.path}"
+    return f"the {noun} `{artifact.path}`"
 
 
 def _instruction(blueprint: Blueprint, graph: SkillGraph, results: list[StepResult],
@@ -126,11 +126,13 @@ def _instruction(blueprint: Blueprint, graph: SkillGraph, results: list[StepResu
         steps = "\n".join(f"{n}. {r.instruction}" for n, r in enumerate(results, start=1))
         parts.append(f"Do the following, in order:\n\n{steps}")
     notes = list(dict.fromkeys(note for r in results for note in r.notes))
-    if blueprint.difficulty.strictness == 3:
-        notes.append("Output files are compared byte for byte: no extra spaces or blank "
+    exact = any(getattr(check, "compare", None) == "exact" for r in results
+                for check in r.checks)
+    if exact:
+        notes.append("Text results are compared byte for byte: no extra spaces or blank "
                      "lines, and every text file ends with a single newline.")
-    notes.append(f"Output directories already exist; work on this machine only (there is "
-                 f"no network). Your working directory is {domain.root}.")
+    notes.append(f"Work on this machine only (there is no network). Your working directory "
+                 f"is {domain.root}; {domain.root}/output already exists.")
     parts.append("\n".join(f"- {note}" for note in notes))
     return "\n\n".join(parts) + "\n"
 

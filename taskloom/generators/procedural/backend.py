@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from pydantic import Field
 
 from taskloom.generators.procedural.assemble import GenerationFailed, assemble, build_task
@@ -64,8 +66,10 @@ class ProceduralPlanner:
         length = rng.randint(low, high)
         seed = derive_seed(self.settings.seed, "generate", index)
         fallback = None
-        for _ in range(PLAN_ATTEMPTS):
-            path = self.sampler.sample(rng, length, tool_breadth=difficulty.tool_breadth,
+        # Try the wanted length first, then shorter ones: a slightly shorter task beats
+        # an unrealizable one (the stored difficulty says what was achieved).
+        for wanted in [length] * PLAN_ATTEMPTS + list(range(length - 1, 0, -1)) * 5:
+            path = self.sampler.sample(rng, wanted, tool_breadth=difficulty.tool_breadth,
                                        scenario=self.settings.scenario)
             achieved = next(level for level, (lo, hi) in STEP_RANGES.items()
                             if lo <= len(path.skills) <= hi)
@@ -138,13 +142,14 @@ def blueprint_for(graph: SkillGraph, skills: tuple[str, ...], *, seed: int, inde
     for skill in skills:
         if skill not in graph.skills:
             raise ValueError(f"unknown skill {skill!r}")
-    for first, second in zip(skills, skills[1:], strict=False):
+    for first, second in itertools.pairwise(skills):
         if not graph.chains(first, second):
             raise ValueError(f"{first} produces {graph.skills[first].produces}, which "
                              f"{second} cannot consume")
     difficulty = difficulty or Difficulty()
-    framing = scenario or graph.scenarios_of(skills[0])[0]
-    via = tuple(next((s for s in graph.scenarios_of(b) if s in graph.scenarios_of(a)), framing)
-                for a, b in zip(skills, skills[1:], strict=False))
+    shared = [next((s for s in graph.scenarios_of(b) if s in graph.scenarios_of(a)), None)
+              for a, b in itertools.pairwise(skills)]
+    framing = scenario or next((s for s in shared if s), graph.scenarios_of(skills[0])[0])
+    via = tuple(s or framing for s in shared)
     return Blueprint(index=index, seed=derive_seed(seed, "generate", index, *skills),
                      scenario=framing, path=skills, via=via, difficulty=difficulty)

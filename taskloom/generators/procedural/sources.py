@@ -193,7 +193,7 @@ def column_value(ctx: StepContext, column: Column, index: int, table: str) -> st
     """One CSV value of a column kind."""
     rng = ctx.rng
     if column.kind == "id":
-        return f"{table[:3].upper()}-{10_000 + index * rng.randint(1, 3) + index}"
+        return f"{table[:3].upper()}-{10_000 + index * 3 + rng.randint(0, 2)}"  # unique
     if column.kind == "name":
         name = rng.choice(ctx.domain.people).capitalize()
         return name + ("é" if ctx.difficulty.edge_cases == 3 and rng.random() < 0.2 else "")
@@ -286,9 +286,9 @@ def sqlite_db(ctx: StepContext) -> SqliteDb:
                              for v, (_, t) in zip(row, types, strict=True)) for row in rows)
     path = f"{data_dir(ctx, 'db')}/{ctx.domain.name}.db"
     table = ctx.domain.table
-    columns = ", ".join(f"{name} {kind}" for name, kind in types)
-    statements = [f"CREATE TABLE {table} ({columns});", "BEGIN;"]
-    statements += [f"INSERT INTO {table} VALUES ({', '.join(sql_literal(v) for v in row)});"
+    columns = ", ".join(f'"{name}" {kind}' for name, kind in types)  # `group` is a keyword
+    statements = [f'CREATE TABLE "{table}" ({columns});', "BEGIN;"]
+    statements += [f"INSERT INTO \"{table}\" VALUES ({', '.join(sql_literal(v) for v in row)});"
                    for row in typed_rows]
     statements.append("COMMIT;")
     seed = f"/tmp/taskloom-seed/{ctx.step}-{table}.sql"

@@ -26,7 +26,7 @@ from taskloom.generators.procedural.world import World
 from taskloom.generators.protocols import Difficulty
 
 
-class NotApplicable(Exception):  # noqa: N818 - a signal to resample, not an error
+class NotApplicable(Exception):  # a signal to resample, not an error
     """This primitive cannot work on this input; the generator resamples."""
 
 

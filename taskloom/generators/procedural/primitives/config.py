@@ -1,1 +1,225 @@
-"""config primitives (being written)."""
+"""INI configuration primitives: change a setting in place, read one key, export as env.
+
+Files are `[section]` headers and `key = value` lines; lines starting with `#` or `;` are
+comments, some of them old settings commented out, which a careless `grep key` picks up.
+The same keys appear in every section, so an edit has to be scoped to its section.
+"""
+
+from __future__ import annotations
+
+import re
+
+from taskloom.generators.procedural.artifacts import ConfigFile, Report, TextFile
+from taskloom.generators.procedural.checks import FileText
+from taskloom.generators.procedural.primitives.base import (
+    NotApplicable,
+    StepContext,
+    StepResult,
+    primitive,
+)
+from taskloom.generators.procedural.world import q
+
+SECTION = re.compile(r"^\[([^\]]+)\]\s*$")
+SETTING = re.compile(r"^([A-Za-z0-9_.-]+)\s*=\s*(.*?)\s*$")
+COMMENTS = ("In the INI file, lines starting with `#` or `;` are comments (some are old "
+            "settings that were commented out) and do not count as settings.")
+TRIM = 'gsub(/^[ \\t]+|[ \\t]+$/, "", k); gsub(/^[ \\t]+|[ \\t]+$/, "", v)'
+AWK_SETTING = ("/^\\[/ { s = substr($0, 2, length($0) - 2); next } /^[ \\t]*([;#]|$)/ { next } "
+               "{ i = index($0, \"=\"); if (!i) next; k = substr($0, 1, i - 1); "
+               f"v = substr($0, i + 1); {TRIM}")
+
+
+def settings(lines: tuple[str, ...]) -> list[tuple[int, str, str, str]]:
+    """(line index, section, key, value) of every setting, in file order."""
+    found = []
+    section = ""
+    for index, line in enumerate(lines):
+        header = SECTION.match(line)
+        if header:
+            section = header.group(1)
+            continue
+        if line.lstrip().startswith(("#", ";")):
+            continue
+        setting = SETTING.match(line)
+        if setting and section:
+            found.append((index, section, setting.group(1), setting.group(2)))
+    return found
+
+
+def _config(source) -> ConfigFile:
+    if not isinstance(source, ConfigFile) or not settings(source.lines):
+        raise NotApplicable("needs an INI file with settings")
+    return source
+
+
+def _sections(lines: tuple[str, ...]) -> list[str]:
+    return [m.group(1) for m in map(SECTION.match, lines) if m]
+
+
+def _bre(text: str) -> str:
+    """Text as a literal in a sed basic regular expression."""
+    return re.sub(r"([.\[\]*^$\\/])", r"\\\1", text)
+
+
+def _new_value(ctx: StepContext, key: str, old: str) -> str:
+    while True:
+        value = {"port": lambda: str(ctx.rng.randint(2000, 9999)),
+                 "workers": lambda: str(ctx.rng.randint(1, 32)),
+                 "log_level": lambda: ctx.rng.choice(("debug", "info", "warn", "error")),
+                 "enabled": lambda: ctx.rng.choice(("true", "false")),
+                 }.get(key, lambda: str(ctx.rng.randint(100, 9000)))()
+        if value != old:
+            return value
+
+
+@primitive("config.set_value")
+def set_value(ctx: StepContext, source) -> StepResult:
+    """Set one key of one section in place."""
+    config = _config(source)
+    found = settings(config.lines)
+    editable = [s for s in found if s[2] in ("port", "workers", "log_level", "enabled",
+                                             "timeout_ms")]
+    sections = _sections(config.lines)
+    missing = [(section, "timeout_ms") for section in sections
+               if not any(s[1] == section and s[2] == "timeout_ms" for s in found)]
+    add = bool(missing) and (not editable or ctx.rng.random() < 0.35)
+    lines = list(config.lines)
+    path = q(config.path)
+    if add:
+        section, key = ctx.rng.choice(missing)
+        value = _new_value(ctx, key, "")
+        last = max(s[0] for s in found if s[1] == section)
+        lines.insert(last + 1, f"{key} = {value}")
+        what = (f"add the setting `{key}` with the value `{value}` to the `{section}` section, "
+                "in the same `key = value` style as the other settings, on a new line right "
+                "after the last setting of that section")
+        solution = (
+            f"tmp=$(mktemp)\nawk -v s={q(section)} -v add={q(f'{key} = {value}')} "
+            "'FNR == NR { if ($0 ~ /^\\[/) cur = substr($0, 2, length($0) - 2); "
+            "else if (cur == s && $0 ~ /^[A-Za-z0-9_.-]+[ \\t]*=/) last = FNR; next } "
+            f"{{ print }} FNR == last {{ print add }}' {path} {path} > \"$tmp\"\n"
+            f"cat \"$tmp\" > {path} && rm -f \"$tmp\"")
+        hint = "awk, reading the file twice"
+    else:
+        if not editable:
+            raise NotApplicable("no setting to change")
+        index, section, key, old = ctx.rng.choice(editable)
+        value = _new_value(ctx, key, old)
+        lines[index] = f"{key} = {value}"
+        what = (f"set `{key}` in the `{section}` section to `{value}`, keeping the "
+                "`key = value` layout of the line")
+        solution = (f"sed -i '/^\\[{_bre(section)}\\]/,/^\\[/ s/^{_bre(key)} *=.*/"
+                    f"{key} = {value}/' {path}")
+        hint = "sed with a /start/,/end/ address range"
+    others = "the same key in other sections" if not add else "the other sections"
+    sentence = ctx.phrase([
+        f"Edit {config.phrase} in place: {what}. Leave every other line, {others} included, "
+        "exactly as it is.",
+        f"In {config.phrase}, {what}; nothing else in the file may change (not {others}, "
+        "not the comments).",
+        f"Update {config.phrase}: {what}. Make no other change to the file: {others}, "
+        "comments and blank lines stay byte for byte.",
+    ]) + ctx.hint(hint)
+    entries = tuple((s, k, v) for _, s, k, v in settings(tuple(lines)))
+    return StepResult(
+        output=ConfigFile(path=config.path, phrase=f"{config.phrase} (after the change)",
+                          lines=tuple(lines), entries=entries),
+        instruction=sentence, solution=solution,
+        checks=[FileText(f"{config.path} has the new setting", path=config.path,
+                         expected="".join(line + "\n" for line in lines),
+                         compare="exact" if ctx.difficulty.strictness == 3 else "lines")],
+        tools=("sed",) if not add else ("awk",), notes=(COMMENTS,), side_effect=True)
+
+
+@primitive("config.extract_values")
+def extract_values(ctx: StepContext, source) -> StepResult:
+    """One key's value in every section."""
+    config = _config(source)
+    found = settings(config.lines)
+    sections = _sections(config.lines)
+    keys = sorted({k for _, _, k, _ in found if sum(s[2] == k for s in found) >= 2})
+    if not keys:
+        raise NotApplicable("no key is set in several sections")
+    key = ctx.rng.choice(keys)
+    values = {s: v for _, s, k, v in found if k == key}
+    gaps = len(values) < len(sections)
+    mode = ctx.rng.choice(["file", "sorted"] + (["dash"] if gaps else []))
+    if mode == "dash":
+        pairs = [(s, values.get(s, "-")) for s in sections]
+    else:
+        pairs = [(s, values[s]) for s in sections if s in values]
+    if mode == "sorted":
+        pairs.sort(key=lambda pair: pair[0].encode())
+    lines = tuple(f"{s} {v}" for s, v in pairs)
+    out = ctx.output_path(f"{key}-by-section", "txt")
+    order = ("sorted by section name in byte order" if mode == "sorted" else
+             "in the order the sections appear in the file")
+    missing = ("; a section without the key gets the line `SECTION -`" if mode == "dash" else
+               "; sections without the key are left out")
+    sentence = ctx.phrase([
+        f"Read the value of `{key}` in every section of {config.phrase} and write "
+        f"`SECTION VALUE` lines to {out}, {order}{missing}.",
+        f"Write to {out} one `SECTION VALUE` line per section of {config.phrase} giving that "
+        f"section's `{key}` setting, {order}{missing}.",
+        f"List the `{key}` setting of each section of {config.phrase} in {out} as `SECTION "
+        f"VALUE` (section name without brackets, one space, the value), {order}{missing}.",
+    ]) + ctx.hint("awk tracking the current [section]")
+    if mode == "dash":
+        program = ("/^\\[/ { if (s != \"\" && !f) print s, \"-\"; "
+                   "s = substr($0, 2, length($0) - 2); f = 0; next } "
+                   "/^[ \\t]*([;#]|$)/ { next } { i = index($0, \"=\"); if (!i) next; "
+                   f"k = substr($0, 1, i - 1); v = substr($0, i + 1); {TRIM}; "
+                   "if (k == key) { print s, v; f = 1 } } "
+                   "END { if (s != \"\" && !f) print s, \"-\" }")
+    else:
+        program = f"{AWK_SETTING}; if (k == key) print s, v }}"
+    sort = " | LC_ALL=C sort" if mode == "sorted" else ""
+    solution = f"awk -v key={q(key)} '{program}' {q(config.path)}{sort} > {q(out)}"
+    return StepResult(
+        output=Report(path=out, phrase=f"the `{key}` setting of every section of "
+                      f"{config.phrase}", lines=lines),
+        instruction=sentence, solution=solution,
+        checks=[FileText(f"{out} lists {key} per section", path=out,
+                         expected="".join(line + "\n" for line in lines),
+                         compare=ctx.compare(order_matters=True))],
+        tools=("awk",) + (("sort",) if sort else ()), notes=(COMMENTS,))
+
+
+@primitive("config.to_env")
+def to_env(ctx: StepContext, source) -> StepResult:
+    """Every setting as an environment variable line."""
+    config = _config(source)
+    found = settings(config.lines)
+    prefix = ctx.rng.choice(["", "", f"{ctx.domain.name.upper()}_", "APP_"])
+    exported = ctx.rng.random() < 0.4
+
+    def name(section: str, key: str) -> str:
+        return re.sub(r"[^A-Z0-9]", "_", f"{prefix}{section}_{key}".upper())
+
+    lines = tuple(f'export {name(s, k)}="{v}"' if exported else f"{name(s, k)}={v}"
+                  for _, s, k, v in found)
+    out = ctx.output_path(config.path.rsplit("/", 1)[-1].rsplit(".", 1)[0], "env")
+    naming = (f"`{prefix}SECTION_KEY`" if prefix else "`SECTION_KEY`") + (
+        " in upper case, every character that is not a letter or digit replaced by `_`")
+    shape = ("`export NAME=\"value\"` (value in double quotes)" if exported else
+             "`NAME=value` (the value exactly as in the file, unquoted)")
+    sentence = ctx.phrase([
+        f"Convert every setting of {config.phrase} into a line {shape} in {out}, where NAME "
+        f"is {naming}; keep the order of the file.",
+        f"Write the env file {out}: one line {shape} per `key = value` setting of "
+        f"{config.phrase}, in file order, with NAME built as {naming}.",
+        f"Export the settings of {config.phrase} to {out} as {shape} lines (NAME = {naming}), "
+        "one per setting, in the order they appear.",
+    ]) + ctx.hint("awk with toupper() and gsub()")
+    value = "\"export \" n \"=\\\"\" v \"\\\"\"" if exported else "n \"=\" v"
+    program = (f"{AWK_SETTING}; n = toupper(p s \"_\" k); gsub(/[^A-Z0-9]/, \"_\", n); "
+               f"print {value} }}")
+    solution = f"awk -v p={q(prefix)} '{program}' {q(config.path)} > {q(out)}"
+    return StepResult(
+        output=TextFile(path=out, phrase=f"the settings of {config.phrase} as environment "
+                        "variables", lines=lines),
+        instruction=sentence, solution=solution,
+        checks=[FileText(f"{out} holds every setting", path=out,
+                         expected="".join(line + "\n" for line in lines),
+                         compare=ctx.compare(order_matters=True))],
+        tools=("awk",), notes=(COMMENTS,))

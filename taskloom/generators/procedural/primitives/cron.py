@@ -1,1 +1,329 @@
-"""cron primitives (being written)."""
+"""Scheduled job primitives: installing a crontab entry, auditing collected crontabs.
+
+cron's daemon does not run in the sandbox: installing the entry with `crontab` is what
+counts. A schedule has many spellings (`*/15` or `0,15,30,45`, `1` or `mon`, `@daily`),
+so the check expands each field to the set of times it matches instead of comparing text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from taskloom.generators.procedural.artifacts import CronJob, Report, Script, TextFile
+from taskloom.generators.procedural.checks import Check, FileText
+from taskloom.generators.procedural.primitives.base import (
+    NotApplicable,
+    StepContext,
+    StepResult,
+    primitive,
+    source,
+)
+from taskloom.generators.procedural.sources import data_dir, noisy, spaced
+from taskloom.generators.procedural.world import q
+
+DAYS = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")
+SYSTEM_USERS = ("root", "www-data", "backup", "nobody")
+
+# Test-side helpers (inlined in the test function): a crontab line as the sets of minutes,
+# hours, days of month, months and weekdays it matches.
+_CRON_HELPERS = r'''
+import re
+import shlex
+NAMES = dict(zip("jan feb mar apr may jun jul aug sep oct nov dec".split(), range(1, 13)))
+NAMES.update(zip("sun mon tue wed thu fri sat".split(), range(7)))
+MACROS = {"@hourly": "0 * * * *", "@daily": "0 0 * * *", "@midnight": "0 0 * * *",
+          "@weekly": "0 0 * * 0", "@monthly": "0 0 1 * *", "@yearly": "0 0 1 1 *",
+          "@annually": "0 0 1 1 *"}
+LIMITS = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 7))
+
+
+def expand(field, low, high):
+    values = set()
+    for part in field.lower().split(","):
+        step = 1
+        if "/" in part:
+            part, step = part.split("/")
+            step = int(step)
+        if part == "*":
+            first, last = low, high
+        elif "-" in part:
+            first, last = (int(NAMES.get(x, x)) for x in part.split("-"))
+        else:
+            first = int(NAMES.get(part, part))
+            last = high if step > 1 else first
+        values.update(range(first, last + 1, step))
+    return values
+
+
+def times(fields):
+    sets = [expand(f, lo, hi) for f, (lo, hi) in zip(fields, LIMITS)]
+    sets[4] = {0 if d == 7 else d for d in sets[4]}
+    return sets
+
+
+def entries(text):
+    found = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or re.match(r"[A-Za-z_][A-Za-z0-9_]*\s*=", line):
+            continue
+        if line.startswith("@"):
+            macro, _, command = line.partition(" ")
+            found.append((MACROS[macro].split() if macro in MACROS else None,
+                          command.strip(), line))
+        else:
+            parts = line.split(None, 5)
+            assert len(parts) == 6, line
+            found.append((parts[:5], parts[5], line))
+    return found
+'''
+
+
+@dataclass(frozen=True)
+class CrontabEntry(Check):
+    """A user's crontab runs a command on a schedule, once, and kept its earlier lines.
+
+    The command is compared as shell words, the schedule as the sets of times it matches.
+    """
+
+    user: str = ""
+    command: tuple[str, ...] = ()
+    schedule: str = ""
+    kept: tuple[str, ...] = ()  # lines that were there before
+    kept_entries: int = 0
+
+    def body(self) -> list[str]:
+        """Read `crontab -l`, find the entry by its command, compare its times."""
+        return [
+            *(line for line in _CRON_HELPERS.strip("\n").split("\n") if line.strip()),
+            f"done = subprocess.run(['crontab', '-l', '-u', {self.user!r}], capture_output=True,"
+            " text=True, timeout=30)",
+            "assert done.returncode == 0, done.stderr",
+            "found = entries(done.stdout)",
+            f"matching = [e for e in found if shlex.split(e[1]) == {list(self.command)!r}]",
+            "assert len(matching) == 1, [e[2] for e in found]",
+            "assert matching[0][0] is not None, matching[0][2]",
+            f"assert times(matching[0][0]) == times({self.schedule.split()!r}), matching[0][2]",
+            "lines = [line.strip() for line in done.stdout.splitlines()]",
+            f"for line in {list(self.kept)!r}:",
+            "    assert line in lines, line",
+            f"assert len(found) == {self.kept_entries + 1}, [e[2] for e in found]",
+        ]
+
+
+def _schedule(ctx: StepContext) -> tuple[str, str]:
+    """(words, crontab fields) of a realistic schedule."""
+    hour, minute = ctx.rng.randint(0, 23), ctx.rng.choice((0, 5, 10, 15, 20, 30, 40, 45, 50))
+    at = f"{hour:02d}:{minute:02d}"
+    day = ctx.rng.randint(0, 6)
+    step = ctx.rng.choice((5, 10, 15, 20, 30))
+    hours = ctx.rng.choice((2, 3, 4, 6, 8, 12))
+    options = [
+        (f"every day at {at}", f"{minute} {hour} * * *"),
+        (f"every {step} minutes (at minutes {', '.join(map(str, range(0, 60, step)))} of "
+         "every hour)", f"*/{step} * * * *"),
+        (f"every hour at minute {minute} (HH:{minute:02d})", f"{minute} * * * *"),
+        (f"every {DAYS[day]} at {at}", f"{minute} {hour} * * {day}"),
+        (f"on weekdays (Monday to Friday) at {at}", f"{minute} {hour} * * 1-5"),
+        (f"at {at} on the first day of every month", f"{minute} {hour} 1 * *"),
+        (f"every {hours} hours on the hour, starting at midnight (00:00, {hours:02d}:00, ...)",
+         f"0 */{hours} * * *"),
+    ]
+    return ctx.rng.choice(options)
+
+
+@primitive("cron.schedule_script")
+def schedule_script(ctx: StepContext, source) -> StepResult:
+    """Install a crontab entry that runs a script."""
+    if not isinstance(source, Script):
+        raise NotApplicable("needs a script")
+    script = source
+    args = tuple(getattr(script, "sample", ()))
+    command = (script.path, *args)
+    text = " ".join(q(word) for word in command)
+    words, schedule = _schedule(ctx)
+    users = ["root"]
+    kept: list[str] = []
+    kept_entries = 0
+    if ctx.step == 1:  # a service account whose crontab already has work in it
+        user = f"{ctx.domain.name}-jobs"
+        ctx.world.add_user(user)
+        users = [user, "root"]
+    user = ctx.rng.choice(users)
+    if ctx.step == 1 and ctx.rng.random() < 0.7:
+        kept = [f"MAILTO={ctx.domain.name}-alerts@example.com",
+                f"# {ctx.domain.org}: existing jobs, keep them",
+                f"{ctx.rng.randint(0, 59)} {ctx.rng.randint(0, 23)} * * * /usr/bin/find /tmp "
+                f"-maxdepth 1 -name '{ctx.domain.name}-*' -mtime +3 -delete"]
+        if ctx.rng.random() < 0.5:
+            kept.append(f"@reboot /usr/bin/logger {ctx.domain.name} host up")
+        kept_entries = len(kept) - 2
+        staging = f"/tmp/taskloom-cron/{user}"
+        ctx.world.add(staging, "".join(line + "\n" for line in kept))
+        ctx.world.commands.append(f"crontab -u {q(user)} {q(staging)} && rm -rf /tmp/taskloom-cron")
+    owner = "root's crontab" if user == "root" else f"the crontab of the user `{user}`"
+    keep = " Keep the entries that crontab already has." if kept else ""
+    sentence = ctx.phrase([
+        f"Schedule {script.phrase} to run {words}: install an entry in {owner} whose command "
+        f"is `{text}` (nothing else on the command part).{keep}",
+        f"Add a cron job to {owner} that runs `{text}` {words}; the command must be exactly "
+        f"that, and the entry must be installed with `crontab` (the cron daemon itself is not "
+        f"running).{keep}",
+        f"Automate {script.phrase}: {owner} must get one entry running `{text}` {words}, "
+        f"installed via the crontab command.{keep}",
+    ]) + ctx.hint("crontab -l -u USER, add the line, pipe it to crontab -u USER -")
+    line = f"{schedule} {text}"
+    solution = (f"{{ crontab -l -u {q(user)} 2>/dev/null || true; printf '%s\\n' {q(line)}; }} "
+                f"| crontab -u {q(user)} -")
+    return StepResult(
+        output=CronJob(path=f"/var/spool/cron/crontabs/{user}",
+                       phrase=f"the cron job of {user} that runs {script.phrase} {words}",
+                       user=user, schedule=schedule, command=text),
+        instruction=sentence, solution=solution,
+        checks=[CrontabEntry(f"{user}'s crontab runs the script {words}", user=user,
+                             command=command, schedule=schedule, kept=tuple(kept),
+                             kept_entries=kept_entries)],
+        tools=("crontab",), side_effect=True)
+
+
+@dataclass(frozen=True)
+class CronLine:
+    """One entry of a system-style crontab (`m h dom mon dow user command`)."""
+
+    fields: tuple[str, str, str, str, str]
+    user: str
+    command: str
+
+    def line(self) -> str:
+        """The entry as written in the file."""
+        return " ".join((*self.fields, self.user, self.command))
+
+
+@dataclass(frozen=True, eq=False)
+class CrontabFile(TextFile):
+    """Crontab lines collected from several hosts, with comments and variables."""
+
+    entries: tuple[CronLine, ...] = ()
+    kind: ClassVar[str] = "crontab_file"
+
+
+def _hour_matches(field: str, hour: int) -> bool:
+    """True when a crontab hour field includes `hour` (numbers, ranges, lists, steps)."""
+    for part in field.split(","):
+        step = 1
+        if "/" in part:
+            part, number = part.split("/")
+            step = int(number)
+        if part == "*":
+            low, high = 0, 23
+        elif "-" in part:
+            low, high = (int(x) for x in part.split("-"))
+        else:
+            low = high = int(part)
+        if low <= hour <= high and (hour - low) % step == 0:
+            return True
+    return False
+
+
+MINUTES = ("0", "5", "15", "30", "45", "*/10", "*/15", "0,30", "10")
+HOURS = ("*", "*/6", "*/4", "1-5", "2,14", "3", "4", "9-17", "0-23/2", "22", "6,18", "12")
+COMMANDS = ("/usr/local/bin/{svc}-backup.sh", "/usr/sbin/logrotate /etc/logrotate.d/{svc}",
+            "/usr/bin/find /var/log/{svc} -name '*.gz' -mtime +30 -delete",
+            "/usr/local/bin/rotate-logs --service {svc}", "/usr/bin/rsync -a /srv/{svc}/ "
+            "/backup/{svc}/", "/usr/local/bin/healthcheck {svc} > /dev/null 2>&1",
+            "/usr/bin/flock -n /run/{svc}.lock /usr/local/bin/{svc}-sync")
+
+
+@source("crontab_file")
+def crontab_file(ctx: StepContext) -> CrontabFile:
+    """The crontabs of several hosts in one file, each under a `# host NAME` comment."""
+    domain = ctx.domain
+    hosts = sorted({f"{ctx.rng.choice(domain.services)}-{ctx.rng.randint(1, 12):02d}"
+                    for _ in range(ctx.count((2, 3), (4, 6), (8, 14)))})
+    lines: list[str] = []
+    entries: list[CronLine] = []
+    for host in hosts:
+        lines.append(f"# host {host}")
+        if ctx.rng.random() < 0.5:
+            lines.append(ctx.rng.choice(("SHELL=/bin/bash", f"MAILTO=ops@{domain.name}.example",
+                                         "PATH=/usr/local/bin:/usr/bin:/bin")))
+        for _ in range(ctx.count((2, 4), (4, 8), (6, 12))):
+            entry = CronLine((ctx.rng.choice(MINUTES), ctx.rng.choice(HOURS),
+                              ctx.rng.choice(("*", "*", "*", "1", "15")), "*",
+                              ctx.rng.choice(("*", "*", "*", "1-5", "0"))),
+                             ctx.rng.choice(SYSTEM_USERS),
+                             ctx.rng.choice(COMMANDS).format(svc=ctx.rng.choice(domain.services)))
+            lines.append(entry.line())
+            entries.append(entry)
+        for _ in range(noisy(ctx) // 2):  # disabled entries and boot jobs are no hour's jobs
+            disabled = CronLine((ctx.rng.choice(MINUTES), ctx.rng.choice(HOURS), "*", "*", "*"),
+                                "root", ctx.rng.choice(COMMANDS).format(svc=host.split("-")[0]))
+            lines.append(ctx.rng.choice((f"#{disabled.line()}", f"# {disabled.line()}",
+                                         f"@reboot root /usr/local/bin/{host}-init")))
+        lines.append("")
+    path = f"{data_dir(ctx, 'inventory')}/{spaced(ctx, 'crontabs.txt')}"
+    ctx.world.add(path, "".join(line + "\n" for line in lines))
+    return CrontabFile(path=path, phrase=f"the collected crontabs in {path}",
+                       lines=tuple(lines), entries=tuple(entries))
+
+
+AWK_HOUR = r'''function hit(f, h,   n, parts, i, p, r, lo, hi, step) {
+  n = split(f, parts, ",")
+  for (i = 1; i <= n; i++) {
+    p = parts[i]; step = 1
+    if (split(p, r, "/") == 2) { p = r[1]; step = r[2] }
+    if (p == "*") { lo = 0; hi = 23 }
+    else if (split(p, r, "-") == 2) { lo = r[1]; hi = r[2] }
+    else { lo = p; hi = p }
+    if (h >= lo + 0 && h <= hi + 0 && (h - lo) % step == 0) return 1
+  }
+  return 0
+}'''
+
+
+@primitive("cron.audit_jobs")
+def audit_jobs(ctx: StepContext, source) -> StepResult:
+    """The cron entries that run during a given hour."""
+    if not isinstance(source, CrontabFile) or not source.entries:
+        raise NotApplicable("needs collected crontab entries")
+    crontab = source
+    hours = [h for h in range(24)
+             if 0 < sum(_hour_matches(e.fields[1], h) for e in crontab.entries) <
+             len(crontab.entries)]
+    if not hours:
+        raise NotApplicable("every hour has the same jobs")
+    hour = ctx.rng.choice(hours)
+    matching = [e for e in crontab.entries if _hour_matches(e.fields[1], hour)]
+    full = ctx.rng.random() < 0.5
+    lines = tuple(e.line() if full else f"{e.user} {e.command}" for e in matching)
+    out = ctx.output_path(f"jobs-{hour:02d}h", "txt")
+    layout = ("each matching entry line exactly as it appears in the file" if full else
+              "`USER COMMAND` for each matching entry (the user field, one space, then the "
+              "command exactly as written)")
+    definition = (f"An entry runs during hour {hour} when its hour field (the second field) "
+                  f"includes {hour}: `*`, a number, a range `a-b`, a list `a,b` or a step `*/n` "
+                  "or `a-b/n`. Only lines of the form `MIN HOUR DOM MON DOW USER COMMAND` are "
+                  "entries: comments (also commented-out entries), blank lines, variable "
+                  "assignments and `@reboot` lines are not.")
+    sentence = ctx.phrase([
+        f"List the cron entries in {crontab.phrase} that run at some minute of hour "
+        f"{hour:02d} (between {hour:02d}:00 and {hour:02d}:59), in file order, into {out}: "
+        f"{layout}.",
+        f"Which jobs of {crontab.phrase} fire during the {hour:02d}:00-{hour:02d}:59 hour? "
+        f"Write {layout} to {out}, one per line, keeping the order of the file.",
+        f"Audit {crontab.phrase}: write to {out} {layout}, one line per entry that runs "
+        f"during hour {hour:02d}, in the order they appear.",
+    ]) + ctx.hint("awk with split() on the hour field")
+    program = (f"{AWK_HOUR}\n/^[0-9*]/ && NF >= 7 && hit($2, h) "
+               + ("{ print }" if full else
+                  '{ line = $0; sub(/^([^ ]+ +){5}/, "", line); print line }'))
+    solution = f"awk -v h={hour} '{program}' {q(crontab.path)} > {q(out)}"
+    return StepResult(
+        output=Report(path=out, phrase=f"the cron entries of {crontab.phrase} that run "
+                      f"during hour {hour:02d}", lines=lines),
+        instruction=sentence, solution=solution,
+        checks=[FileText(f"{out} lists the jobs of hour {hour}", path=out,
+                         expected="".join(line + "\n" for line in lines),
+                         compare=ctx.compare(order_matters=True))],
+        tools=("awk",), notes=(definition,))

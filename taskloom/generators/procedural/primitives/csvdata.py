@@ -32,6 +32,7 @@ from taskloom.generators.procedural.world import q
 
 INTEGER = re.compile(r"-?[0-9]+\Z")
 DECIMAL = re.compile(r"-?[0-9]+(\.[0-9]{1,2})?\Z")
+DERIVED = re.compile(r"`[^/`]")  # a quoted column or table name; quoted paths start with /
 UNSAFE = re.compile(r"[\"'\\`$\s]")  # characters a quoted literal in awk/jq/SQL must avoid
 
 
@@ -190,6 +191,16 @@ def pick_condition(ctx: StepContext, fields: list[Field], *, exclude: tuple[str,
     raise NotApplicable("no column gives a condition that selects part of the rows")
 
 
+def derive(source: str, prefix: str, postfix: str) -> str:
+    """How an output is named in goal-only instructions.
+
+    A plain input ("the CSV file X") reads best as "the rows of X whose ..."; an input that
+    is itself derived (its phrase names columns) as "..., keeping only the rows whose ...",
+    so long chains read as a pipeline instead of nested "of the rows of the columns of".
+    """
+    return postfix if DERIVED.search(source) else prefix
+
+
 def _table(source) -> CsvTable:
     if not isinstance(source, CsvTable) or len(source.rows) < 3 or len(source.header) < 2:
         raise NotApplicable("needs a CSV table with at least three rows and two columns")
@@ -213,19 +224,20 @@ def filter_rows(ctx: StepContext, source) -> StepResult:
     index = table.column(condition.column)
     out = ctx.output_path("filtered-rows", "csv")
     sentence = ctx.phrase([
-        f"Write the rows of {table.phrase} whose {condition.words()} to {out}, as CSV with "
+        f"Write the rows of {table.phrase} whose {condition.words()} to `{out}`, as CSV with "
         "the same header and columns, rows in their original order.",
         f"Filter {table.phrase} down to the rows where {condition.words()} and save them as "
-        f"{out}: header row first, columns unchanged, original row order kept.",
-        f"Save to {out} a copy of {table.phrase} (header included) that holds only the rows "
+        f"`{out}`: header row first, columns unchanged, original row order kept.",
+        f"Save to `{out}` a copy of {table.phrase} (header included) that holds only the rows "
         f"whose {condition.words()}, in the order they appear.",
     ]) + ctx.hint("awk -F, with NR == 1 to keep the header")
-    output = _csv(table, out, f"the rows of {table.phrase} whose {condition.words()}",
-                  table.header, rows)
+    phrase = derive(table.phrase, f"the rows of {table.phrase} whose {condition.words()}",
+                    f"{table.phrase}, keeping only the rows whose {condition.words()}")
+    output = _csv(table, out, phrase, table.header, rows)
     return StepResult(
         output=output, instruction=sentence,
         solution=f"awk -F, 'NR == 1 || {condition.awk(index)}' {q(table.path)} > {q(out)}",
-        checks=[FileText(f"{out} holds the rows whose {condition.words()}", path=out,
+        checks=[FileText(f"`{out}` holds the rows whose {condition.words()}", path=out,
                          expected=output.text(), compare=ctx.compare(order_matters=True))],
         tools=("awk",))
 
@@ -243,19 +255,21 @@ def select_columns(ctx: StepContext, source) -> StepResult:
     out = ctx.output_path("columns", "csv")
     listed = names(header)
     sentence = ctx.phrase([
-        f"Write to {out} only the columns {listed} of {table.phrase}, in that order (their "
+        f"Write to `{out}` only the columns {listed} of {table.phrase}, in that order (their "
         "order in the file), header row included; keep every row, in the original order.",
         f"Cut {table.phrase} down to the columns {listed} and save the result as the CSV "
-        f"file {out}: header first, comma-separated, all rows in their original order.",
-        f"Produce {out} from {table.phrase} keeping just the columns {listed} (same column "
+        f"file `{out}`: header first, comma-separated, all rows in their original order.",
+        f"Produce `{out}` from {table.phrase} keeping just the columns {listed} (same column "
         "order as the source), with the header row and every data row in order.",
     ]) + ctx.hint("cut -d, -f")
-    output = _csv(table, out, f"the columns {listed} of {table.phrase}", header, rows)
+    phrase = derive(table.phrase, f"the columns {listed} of {table.phrase}",
+                    f"{table.phrase}, cut down to the columns {listed}")
+    output = _csv(table, out, phrase, header, rows)
     fields = ",".join(str(i + 1) for i in keep)
     return StepResult(
         output=output, instruction=sentence,
         solution=f"cut -d, -f{fields} {q(table.path)} > {q(out)}",
-        checks=[FileText(f"{out} holds the selected columns", path=out,
+        checks=[FileText(f"`{out}` holds the selected columns", path=out,
                          expected=output.text(), compare=ctx.compare(order_matters=True))],
         tools=("cut",))
 
@@ -282,20 +296,21 @@ def group_sum(ctx: StepContext, source) -> StepResult:
                      else "written as a whole number")
     sentence = ctx.phrase([
         f"Compute the total `{value.name}` per `{group.name}` in {table.phrase} and write "
-        f"it to {out} as CSV with the two columns `{group.name}` and `{total}` (header row "
+        f"it to `{out}` as CSV with the two columns `{group.name}` and `{total}` (header row "
         f"first), one row per `{group.name}` value sorted in byte order (as `LC_ALL=C sort` "
         f"orders them), each total {number_format}.",
-        f"Sum `{value.name}` over the rows of {table.phrase} for each distinct "
-        f"`{group.name}` and save the result as {out}: a header row naming the columns "
+        f"Sum `{value.name}` over {table.phrase} for each distinct "
+        f"`{group.name}` and save the result as `{out}`: a header row naming the columns "
         f"`{group.name}` and `{total}`, then one row per group ordered by `{group.name}` "
         f"(C locale byte order), totals {number_format}.",
-        f"Write {out}, a CSV summary of {table.phrase} with the columns `{group.name}` and "
+        f"Write `{out}`, a CSV summary of {table.phrase} with the columns `{group.name}` and "
         f"`{total}` (the sum of `{value.name}` for that `{group.name}`; {number_format}): "
         f"header first, groups sorted by `{group.name}` in byte order.",
     ]) + ctx.hint("awk with an associative array, then LC_ALL=C sort")
     output = CsvTable(path=out, phrase=f"the total `{value.name}` per `{group.name}` of "
-                      f"{table.phrase}", header=(group.name, total), rows=rows,
-                      numeric=(total,))
+                      f"{table.phrase} (a CSV with the columns `{group.name}` and `{total}`, "
+                      f"one row per `{group.name}` in byte order, totals {number_format})",
+                      header=(group.name, total), rows=rows, numeric=(total,))
     fmt = "%.2f" if value.kind == "decimal" else "%d"
     g, v = table.column(group.name) + 1, table.column(value.name) + 1
     solution = (f"{{ echo {q(group.name + ',' + total)}; awk -F, 'NR > 1 {{s[${g}] += ${v}}} "
@@ -303,7 +318,7 @@ def group_sum(ctx: StepContext, source) -> StepResult:
                 f"LC_ALL=C sort -t, -k1,1; }} > {q(out)}")
     return StepResult(
         output=output, instruction=sentence, solution=solution,
-        checks=[FileText(f"{out} holds the totals per {group.name}", path=out,
+        checks=[FileText(f"`{out}` holds the totals per {group.name}", path=out,
                          expected=output.text(), compare=ctx.compare(order_matters=True))],
         tools=("awk", "sort"))
 
@@ -332,29 +347,33 @@ def sort_rows(ctx: StepContext, source) -> StepResult:
         raise NotApplicable("the rows are already in every order this step could ask for")
     if field.numeric:
         order = "numerically, largest first" if descending else "numerically, smallest first"
+        brief = "largest first" if descending else "smallest first"
         flags = "nr" if descending else "n"
     else:
-        order = "as text in byte order (the order of `LC_ALL=C sort`)"
+        order = "as text in byte order (like `LC_ALL=C sort`)"
+        brief = "byte order"
         flags = ""
     out = ctx.output_path("sorted", "csv")
     sentence = ctx.phrase([
         f"Sort the rows of {table.phrase} by `{field.name}` {order} and write the result to "
-        f"{out}: the header row stays first, and rows with equal `{field.name}` keep their "
+        f"`{out}`: the header row stays first, and rows with equal `{field.name}` keep their "
         "original relative order.",
-        f"Write {out}: {table.phrase} with its data rows ordered by `{field.name}` {order} "
-        "(a stable sort: ties stay in their original order), header row first and "
+        f"Write `{out}`: {table.phrase} with its data rows ordered by `{field.name}` {order}, "
+        "in a stable sort (ties stay in their original order), header row first and "
         "unchanged.",
-        f"Reorder {table.phrase} by the column `{field.name}` ({order}; equal values keep "
-        f"the order they had) and save it as {out} with the header on the first line.",
+        f"Reorder {table.phrase} by the column `{field.name}`, {order}, with equal values "
+        f"keeping the order they had, and save it as `{out}` with the header on the first "
+        "line.",
     ]) + ctx.hint("head -n 1, then tail -n +2 | sort -s -t, -k")
-    output = _csv(table, out, f"the rows of {table.phrase} sorted by `{field.name}` {order}",
-                  table.header, rows)
+    phrase = derive(table.phrase, f"the rows of {table.phrase} sorted by `{field.name}` "
+                    f"({brief})", f"{table.phrase}, sorted by `{field.name}` ({brief})")
+    output = _csv(table, out, phrase, table.header, rows)
     key = f"-k{index + 1},{index + 1}{flags}"
     return StepResult(
         output=output, instruction=sentence,
         solution=(f"{{ head -n 1 {q(table.path)}; tail -n +2 {q(table.path)} | "
                   f"LC_ALL=C sort -s -t, {key}; }} > {q(out)}"),
-        checks=[FileText(f"{out} is sorted by {field.name}", path=out,
+        checks=[FileText(f"`{out}` is sorted by {field.name}", path=out,
                          expected=output.text(), compare=ctx.compare(order_matters=True))],
         tools=("sort", "head", "tail"))
 
@@ -381,17 +400,19 @@ def dedupe_rows(ctx: StepContext, source) -> StepResult:
     if whole:
         rows = tuple(dict.fromkeys(table.rows))
         sentence = ctx.phrase([
-            f"Remove the duplicate rows of {table.phrase}: write to {out} the header and "
-            "each distinct row once, at the position of its first occurrence.",
+            f"Remove the duplicate rows (rows identical in every column) of {table.phrase}: "
+            f"write to `{out}` the header and each distinct row once, at the position of its "
+            "first occurrence.",
             f"{table.phrase[0].upper()}{table.phrase[1:]} contains rows that appear more than "
-            f"once. Save a copy without the repeats to {out}: header first, then every row "
+            f"once. Save a copy without the repeats to `{out}`: header first, then every row "
             "the first time it occurs, in the original order.",
-            f"Deduplicate {table.phrase} into {out}, keeping the first occurrence of each "
+            f"Deduplicate {table.phrase} into `{out}`, keeping the first occurrence of each "
             "identical row (and the header) and the original row order.",
         ]) + ctx.hint("awk '!seen[$0]++'")
-        phrase = f"the distinct rows of {table.phrase}"
+        phrase = derive(table.phrase, f"the distinct rows of {table.phrase}",
+                        f"{table.phrase}, without duplicate rows")
         solution = f"awk '!seen[$0]++' {q(table.path)} > {q(out)}"
-        label = f"{out} holds each distinct row once"
+        label = f"`{out}` holds each distinct row once"
     else:
         keys = [f for f in csv_fields(table) if f.categorical() and f.name not in f.values]
         if not keys:
@@ -404,18 +425,19 @@ def dedupe_rows(ctx: StepContext, source) -> StepResult:
         rows = tuple(first.values())
         sentence = ctx.phrase([
             f"Keep only the first row for each `{key.name}` of {table.phrase}: write to "
-            f"{out} the header and, for every `{key.name}` value, the first row that has it, "
+            f"`{out}` the header and, for every `{key.name}` value, the first row that has it, "
             "in the original row order.",
-            f"Deduplicate {table.phrase} on the column `{key.name}`: {out} must hold the "
+            f"Deduplicate {table.phrase} on the column `{key.name}`: `{out}` must hold the "
             f"header and the first row of each `{key.name}` value (later rows with the same "
             f"`{key.name}` are dropped), order unchanged.",
-            f"Save to {out} the rows of {table.phrase} whose `{key.name}` has not appeared "
+            f"Save to `{out}` the rows of {table.phrase} whose `{key.name}` has not appeared "
             "in an earlier row (so one row per value, the first one), header included, in "
             "their original order.",
         ]) + ctx.hint(f"awk -F, '!seen[${index + 1}]++'")
-        phrase = f"the first row per `{key.name}` of {table.phrase}"
+        phrase = derive(table.phrase, f"the first row per `{key.name}` of {table.phrase}",
+                        f"{table.phrase}, keeping only the first row per `{key.name}`")
         solution = f"awk -F, '!seen[${index + 1}]++' {q(table.path)} > {q(out)}"
-        label = f"{out} holds the first row per {key.name}"
+        label = f"`{out}` holds the first row per {key.name}"
     output = _csv(table, out, phrase, table.header, rows)
     return StepResult(
         output=output, instruction=sentence, solution=solution,
@@ -441,23 +463,24 @@ def top_n(ctx: StepContext, source) -> StepResult:
            else "ties ordered by the whole line in byte order")
     out = ctx.output_path(f"top-{count}", "txt")
     sentence = ctx.phrase([
-        f"Write the {count} rows of {table.phrase} with the largest `{field.name}` to {out}: "
+        f"Write the {count} rows of {table.phrase} with the largest `{field.name}` to `{out}`: "
         f"the CSV lines as they are, without the header, largest first ({tie}).",
         f"Find the top {count} rows of {table.phrase} by `{field.name}` (numerically, "
-        f"highest first; {tie}) and save them to {out}, unchanged and without the header "
+        f"highest first; {tie}) and save them to `{out}`, unchanged and without the header "
         "row.",
         f"Rank the data rows of {table.phrase} by `{field.name}`, descending ({tie}), and "
-        f"write the first {count} of them to {out} exactly as they appear in the file (no "
+        f"write the first {count} of them to `{out}` exactly as they appear in the file (no "
         "header).",
     ]) + ctx.hint("tail -n +2 | sort -t, -k...nr | head")
     keys = f"-k{index + 1},{index + 1}nr" + (" -k1,1" if index else "")
     return StepResult(
-        output=Report(path=out, phrase=f"the {count} rows of {table.phrase} with the "
-                      f"largest `{field.name}`", lines=lines),
+        output=Report(path=out, phrase=f"the {count} rows with the largest `{field.name}` "
+                      f"of {table.phrase} (CSV lines without the header, largest first, "
+                      f"{tie})", lines=lines),
         instruction=sentence,
         solution=(f"tail -n +2 {q(table.path)} | LC_ALL=C sort -t, {keys} | "
                   f"head -n {count} > {q(out)}"),
-        checks=[FileText(f"{out} holds the top {count} rows by {field.name}", path=out,
+        checks=[FileText(f"`{out}` holds the top {count} rows by {field.name}", path=out,
                          expected=lines_text(lines), compare=ctx.compare(order_matters=True))],
         tools=("sort", "head", "tail"))
 
@@ -495,18 +518,20 @@ def to_json(ctx: StepContext, source) -> StepResult:
              " and every other value is a string" if numeric else "every value is a string")
     out = ctx.output_path(ctx.rng.choice(("records", "rows", "export")), "json")
     sentence = ctx.phrase([
-        f"Convert {table.phrase} to a JSON array of objects in {out}: one object per data "
+        f"Convert {table.phrase} to a JSON array of objects in `{out}`: one object per data "
         f"row, in row order, keyed by the header names; {types}.",
-        f"Write {out}: a JSON array with one object per row of {table.phrase} (same order), "
+        f"Write `{out}`: a JSON array with one object per row of {table.phrase} (same order), "
         f"whose keys are the column names of the header; {types}.",
         f"Turn every row of {table.phrase} into a JSON object mapping column name to value "
-        f"and save the list, in the original row order, as {out}; {types}.",
+        f"and save the list, in the original row order, as `{out}`; {types}.",
     ]) + ctx.hint("python3 with the csv and json modules")
     return StepResult(
-        output=JsonDoc(path=out, phrase=f"{table.phrase} as a JSON array of objects",
+        output=JsonDoc(path=out, phrase=derive(
+            table.phrase, f"{table.phrase} as a JSON array of objects",
+            f"{table.phrase}, converted to JSON objects"),
                        records=tuple(records)),
         instruction=sentence,
         solution=TO_JSON.format(src=q(table.path), out=q(out), ints=ints, floats=floats),
-        checks=[JsonValue(f"{out} holds the rows as JSON objects", path=out,
+        checks=[JsonValue(f"`{out}` holds the rows as JSON objects", path=out,
                           expected=records, ordered=True)],
         tools=("python3",))

@@ -13,12 +13,12 @@ the tree. From step 2 on, renaming and sorting by extension work on a copy inste
 from __future__ import annotations
 
 import fnmatch
-import posixpath
 from collections import defaultdict
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from taskloom.generators.procedural.artifacts import FileTree, Report, TreeFile
-from taskloom.generators.procedural.checks import FileDigests, FileText, TreeListing
+from taskloom.generators.procedural.checks import Check, FileDigests, FileText, TreeListing
 from taskloom.generators.procedural.primitives.base import (
     NotApplicable,
     StepContext,
@@ -31,6 +31,25 @@ from taskloom.generators.procedural.world import DAY, q
 SIZE_STEPS_KIB = (1, 2, 4, 8, 10, 16, 32, 50, 64, 100, 128, 200, 256)
 
 
+@dataclass(frozen=True)
+class Mtimes(Check):
+    """Files have these modification times (whole epoch seconds)."""
+
+    mtimes: tuple[tuple[str, int], ...] = ()  # (path, epoch)
+
+    def body(self) -> list[str]:
+        """Lines of the test function body."""
+        return [f"for path, mtime in {list(self.mtimes)!r}:",
+                "    assert int(os.stat(path).st_mtime) == mtime, (path, os.stat(path).st_mtime)"]
+
+
+def mtime_check(label: str, root: str, files, most: int = 6) -> list[Check]:
+    """A check of preserved modification times on some files (none when times are unknown)."""
+    known = [f for f in files if f.mtime is not None][:most]
+    return [Mtimes(label, mtimes=tuple((f"{root}/{f.relpath}", f.mtime) for f in known))] \
+        if known else []
+
+
 def tree_input(source, *, mtimes: bool = False) -> FileTree:
     """The input as a non-empty file tree (with known mtimes when asked)."""
     if not isinstance(source, FileTree) or not source.files:
@@ -40,10 +59,10 @@ def tree_input(source, *, mtimes: bool = False) -> FileTree:
     return source
 
 
-def first_step_only(ctx: StepContext, what: str) -> None:
-    """Refuse an in-place change of a tree that an earlier step made (and checks)."""
+def first_step_only(ctx: StepContext, why: str) -> None:
+    """Refuse to work on a tree that an earlier step made (and checks)."""
     if ctx.step != 1:
-        raise NotApplicable(f"{what} changes the tree in place; only as the first step")
+        raise NotApplicable(f"{why}; only as the first step")
 
 
 def basename(relpath: str) -> str:
@@ -85,18 +104,18 @@ def absolute_allowed(ctx: StepContext) -> bool:
 def midnight_cutoff(ctx: StepContext, tree: FileTree) -> int:
     """A UTC midnight with files modified both before and after it (none exactly at it)."""
     mtimes = [f.mtime for f in tree.files if f.mtime is not None]
-    options = sorted({m - m % DAY + DAY for m in mtimes})
-    usable = [c for c in options if 0 < sum(m < c for m in mtimes) < len(mtimes)
-              and c not in mtimes and sum(m < c for m in mtimes) <= 0.7 * len(mtimes)]
+    older = {c: sum(m < c for m in mtimes) for c in sorted({m - m % DAY + DAY for m in mtimes})}
+    usable = [c for c, n in older.items() if 0 < n <= 0.7 * len(mtimes) and c not in mtimes]
     if not usable:
         raise NotApplicable("no date separates old files from new ones")
     return ctx.rng.choice(usable)
 
 
 def moved_checks(label: str, root: str, files: list[TreeFile],
-                 changed: list[TreeFile]) -> list:
+                 changed: list[TreeFile]) -> list[Check]:
     """The listing of a tree after a step, and the bytes of the files it moved or wrote."""
-    checks = [TreeListing(label, root=root, expected=tuple(f.relpath for f in files))]
+    checks: list[Check] = [TreeListing(label, root=root,
+                                       expected=tuple(f.relpath for f in files))]
     if changed:
         checks.append(FileDigests.of(f"the files under {root} keep their content",
                                      {f"{root}/{f.relpath}": f.content for f in changed}))
@@ -119,29 +138,31 @@ def find_large(ctx: StepContext, source) -> StepResult:
     absolute = absolute_allowed(ctx) and ctx.rng.random() < 0.3
     shown = (lambda f: f"{tree.path}/{f.relpath}") if absolute else (lambda f: f.relpath)
     lines = tuple(f"{len(f.content)} {shown(f)}" for f in large)
-    where = (f"PATH the absolute path (starting with {tree.path}/)" if absolute else
-             "PATH relative to that directory (no leading `./`)")
+    where = (f"PATH the absolute path (starting with `{tree.path}/`)" if absolute else
+             "PATH relative to that directory, without a leading `./`")
     out = ctx.output_path("large-files", "txt")
     sentence = ctx.phrase([
         f"Find every regular file below {tree.phrase} (all subfolders, hidden files "
         f"included) that is larger than {kib} KiB, i.e. more than {limit} bytes, and write "
-        f"one `SIZE PATH` line per file to {out}: SIZE in bytes, {where}; largest first, "
+        f"one `SIZE PATH` line per file to `{out}`: SIZE in bytes, {where}; largest first, "
         "equal sizes ordered by PATH in byte order.",
-        f"Write to {out} the files of {tree.phrase} (recursively, dot files too) whose size "
+        f"Write to `{out}` the files of {tree.phrase} (recursively, dot files too) whose size "
         f"exceeds {limit} bytes ({kib} KiB), one per line as `SIZE PATH` with the size in "
         f"bytes and {where}, sorted by size descending and then by PATH (C locale).",
         f"Which files in {tree.phrase} take more than {kib} KiB ({limit} bytes)? List them "
-        f"in {out} as `SIZE PATH` lines (SIZE in bytes, {where}), biggest first; ties by "
+        f"in `{out}` as `SIZE PATH` lines (SIZE in bytes, {where}), biggest first; ties by "
         "PATH in ascending byte order. Search all subfolders and include hidden files.",
     ]) + ctx.hint("find -size +Nc -printf and sort")
     fmt = "%s %p\\n" if absolute else "%s %P\\n"
     return StepResult(
-        output=Report(path=out, phrase=f"the sizes and paths of the files larger than {kib} "
-                      f"KiB in {tree.phrase}", lines=lines),
+        output=Report(path=out, phrase=f"the list of the files larger than {kib} KiB in "
+                      f"{tree.phrase} as `SIZE PATH` lines (size in bytes, "
+                      f"{'absolute path' if absolute else 'path relative to it'}), largest "
+                      "first", lines=lines),
         instruction=sentence,
         solution=(f"find {q(tree.path)} -type f -size +{limit}c -printf '{fmt}' | "
                   f"LC_ALL=C sort -k1,1nr -k2 > {q(out)}"),
-        checks=[FileText(f"{out} lists the files larger than {kib} KiB", path=out,
+        checks=[FileText(f"`{out}` lists the files larger than {kib} KiB", path=out,
                          expected=text(lines), compare=ctx.compare(order_matters=True))],
         tools=("find", "sort"))
 
@@ -152,38 +173,50 @@ def find_old(ctx: StepContext, source) -> StepResult:
     tree = tree_input(source, mtimes=True)
     cutoff = midnight_cutoff(ctx, tree)
     old = [f for f in tree.files if f.mtime < cutoff]
-    dated = ctx.rng.random() < 0.5
-    lines = tuple(sorted(f"{utc_day(f.mtime)} {f.relpath}" if dated else f.relpath
-                         for f in old))
-    out = ctx.output_path("stale-files", "txt")
-    if dated:
+    layout = ctx.rng.choice(("paths", "dated", "oldest"))
+    if layout == "dated":
+        lines = tuple(sorted(f"{utc_day(f.mtime)} {f.relpath}" for f in old))
         fmt = ("one `YYYY-MM-DD PATH` line per file (the UTC date of its last modification, "
                "a space, its path relative to that directory), sorted in byte order (so by "
                "date, then path)")
+        listing = (f"TZ=UTC find {q(tree.path)} -type f ! -newermt @{cutoff} "
+                   f"-printf '%TY-%Tm-%Td %P\\n' | LC_ALL=C sort")
+        shape = "as `YYYY-MM-DD PATH` lines (date of last change, relative path), sorted"
+    elif layout == "oldest":
+        lines = tuple(f.relpath for f in sorted(old, key=lambda f: (f.mtime, f.relpath)))
+        fmt = ("one path per line, relative to that directory (no leading `./`), the least "
+               "recently modified file first (equal times ordered by path in byte order)")
+        listing = (f"find {q(tree.path)} -type f ! -newermt @{cutoff} -printf '%T@ %P\\n' | "
+                   "LC_ALL=C sort -k1,1n -k2 | cut -d' ' -f2-")
+        shape = "one relative path per line, oldest first"
     else:
+        lines = tuple(sorted(f.relpath for f in old))
         fmt = ("one path per line, relative to that directory (no leading `./`), sorted in "
                "byte order")
+        listing = (f"find {q(tree.path)} -type f ! -newermt @{cutoff} -printf '%P\\n' | "
+                   "LC_ALL=C sort")
+        shape = "one relative path per line, sorted"
+    out = ctx.output_path("stale-files", "txt")
     sentence = ctx.phrase([
         f"List the files below {tree.phrase} (all subfolders, hidden files included) that "
-        f"were last modified before {stamp(cutoff)} in {out}: {fmt}.",
+        f"were last modified before {stamp(cutoff)} in `{out}`: {fmt}.",
         f"Find every file of {tree.phrase} not modified since {stamp(cutoff)} (its "
-        f"modification time is earlier) and write them to {out}, {fmt}.",
-        f"Write to {out} the files in {tree.phrase}, searched recursively and including dot "
+        f"modification time is earlier) and write them to `{out}`, {fmt}.",
+        f"Write to `{out}` the files in {tree.phrase}, searched recursively and including dot "
         f"files, whose modification time is before {stamp(cutoff)}: {fmt}.",
     ]) + ctx.hint("find ! -newermt with an absolute date")
-    printf = "%TY-%Tm-%Td %P\\n" if dated else "%P\\n"
     return StepResult(
-        output=Report(path=out, phrase=f"the files of {tree.phrase} last modified before "
-                      f"{stamp(cutoff)}", lines=lines),
+        output=Report(path=out, phrase=f"the list of the files of {tree.phrase} last modified "
+                      f"before {stamp(cutoff)} ({shape})", lines=lines),
         instruction=sentence,
-        solution=(f"TZ=UTC find {q(tree.path)} -type f ! -newermt @{cutoff} "
-                  f"-printf '{printf}' | LC_ALL=C sort > {q(out)}"),
-        checks=[FileText(f"{out} lists the files older than the cutoff", path=out,
-                         expected=text(lines), compare=ctx.compare())],
-        tools=("find", "sort"))
+        solution=f"{listing} > {q(out)}",
+        checks=[FileText(f"`{out}` lists the files older than the cutoff", path=out,
+                         expected=text(lines),
+                         compare=ctx.compare(order_matters=layout == "oldest"))],
+        tools=("find", "sort", "cut") if layout == "oldest" else ("find", "sort"))
 
 
-def _extension_choice(ctx: StepContext, tree: FileTree, most: int) -> list[str]:
+def extension_choice(ctx: StepContext, tree: FileTree, most: int) -> list[str]:
     """One or more extensions that match some files of the tree but not all."""
     counts: dict[str, int] = defaultdict(int)
     for f in tree.files:
@@ -198,16 +231,19 @@ def _extension_choice(ctx: StepContext, tree: FileTree, most: int) -> list[str]:
     return sorted(chosen)
 
 
-def _ends_with(relpath: str, extensions: list[str]) -> bool:
+def ends_with(relpath: str, extensions: list[str]) -> bool:
+    """True when the file name ends in `.EXT` for one of the extensions."""
     return any(basename(relpath).endswith("." + ext) for ext in extensions)
 
 
-def _name_tests(extensions: list[str]) -> str:
+def name_tests(extensions: list[str]) -> str:
+    """The find tests selecting file names that end in one of the extensions."""
     tests = " -o ".join(f"-name {q('*.' + ext)}" for ext in extensions)
     return f"\\( {tests} \\)" if len(extensions) > 1 else tests
 
 
-def _ext_words(extensions: list[str]) -> str:
+def ext_words(extensions: list[str]) -> str:
+    """The extensions for a sentence: `.a`, `.b` or `.c`."""
     names = [f"`.{ext}`" for ext in extensions]
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
 
@@ -216,30 +252,32 @@ def _ext_words(extensions: list[str]) -> str:
 def find_by_extension(ctx: StepContext, source) -> StepResult:
     """List every file with given extensions, recursively."""
     tree = tree_input(source)
-    extensions = _extension_choice(ctx, tree, 2)
-    found = [f for f in tree.files if _ends_with(f.relpath, extensions)]
+    extensions = extension_choice(ctx, tree, 2)
+    found = [f for f in tree.files if ends_with(f.relpath, extensions)]
     absolute = absolute_allowed(ctx) and ctx.rng.random() < 0.3
     lines = tuple(sorted(f"{tree.path}/{f.relpath}" if absolute else f.relpath
                          for f in found))
-    where = (f"as absolute paths (starting with {tree.path}/)" if absolute else
+    where = (f"as absolute paths (starting with `{tree.path}/`)" if absolute else
              "as paths relative to that directory (no leading `./`)")
-    words = _ext_words(extensions)
+    words = ext_words(extensions)
     out = ctx.output_path("by-extension", "txt")
     sentence = ctx.phrase([
         f"List every file below {tree.phrase} (searching all subfolders) whose name ends in "
-        f"{words} in {out}, one per line, {where}, sorted in byte order.",
-        f"Find all {words} files in {tree.phrase}, recursively, and write them to {out} "
+        f"{words} in `{out}`, one per line, {where}, sorted in byte order.",
+        f"Find all {words} files in {tree.phrase}, recursively, and write them to `{out}` "
         f"{where}, one per line, in C-locale sort order.",
-        f"Write to {out} the recursive list of files of {tree.phrase} with the extension "
+        f"Write to `{out}` the recursive list of files of {tree.phrase} with the extension "
         f"{words} (case-sensitive), one path per line {where}, sorted by byte value.",
     ]) + ctx.hint("find -name '*.ext' -printf")
     fmt = "%p\\n" if absolute else "%P\\n"
     return StepResult(
-        output=Report(path=out, phrase=f"the {words} files of {tree.phrase}", lines=lines),
+        output=Report(path=out, phrase=f"the sorted list of the {words} files of "
+                      f"{tree.phrase}, one {'absolute' if absolute else 'relative'} path per "
+                      "line", lines=lines),
         instruction=sentence,
-        solution=(f"find {q(tree.path)} -type f {_name_tests(extensions)} -printf '{fmt}' | "
+        solution=(f"find {q(tree.path)} -type f {name_tests(extensions)} -printf '{fmt}' | "
                   f"LC_ALL=C sort > {q(out)}"),
-        checks=[FileText(f"{out} lists the {words} files", path=out, expected=text(lines),
+        checks=[FileText(f"`{out}` lists the {words} files", path=out, expected=text(lines),
                          compare=ctx.compare())],
         tools=("find", "sort"))
 
@@ -260,9 +298,9 @@ def organize_by_extension(ctx: StepContext, source) -> StepResult:
     if {f.relpath for f in moved} & {f.relpath for f in kept}:
         raise NotApplicable("an extension folder already holds a file of the same name")
     files = sorted(kept + moved, key=lambda f: f.relpath)
-    example = sorted(f.relpath for f in loose)[0]
-    rule = (f"a folder named after its extension, the text after the last dot of its name "
-            f"(`{example}` goes to `{extension(example)}/{example}`)")
+    rule = ("folders named after their extensions: each file goes into the folder named by "
+            "the text after the last dot of its name (`clip.2024.mp4` would go to "
+            "`mp4/clip.2024.mp4`)")
     if in_place:
         sentence = ctx.phrase([
             f"Tidy up the top level of {tree.phrase}: move every regular file that sits "
@@ -277,21 +315,23 @@ def organize_by_extension(ctx: StepContext, source) -> StepResult:
             "leave everything else alone.",
         ]) + ctx.hint("find -maxdepth 1, mkdir -p and mv")
         action = "mv"
-        phrase = f"{tree.phrase}, with its top-level files sorted into folders by extension"
+        phrase = (f"{tree.phrase} once its top-level files are sorted into folders by "
+                  "extension")
     else:
         sentence = ctx.phrase([
             f"Copy every non-hidden file that sits directly in {tree.phrase} (not those in "
-            f"subfolders) into {root}, each in {rule}. The source files stay where they are.",
-            f"Build a by-type copy of the top level of {tree.phrase} in {root}: every regular "
+            f"subfolders) into {rule}, with those folders created inside `{root}`. The "
+            "source files stay where they are.",
+            f"Build a by-type copy of the top level of {tree.phrase} in `{root}`: every regular "
             f"file directly inside it (dot files excluded, subfolders ignored) is copied to "
-            f"{rule}, below {root}.",
-            f"Under {root}, create one folder per extension and copy into it the top-level "
+            f"{rule}, below `{root}`.",
+            f"Under `{root}`, create one folder per extension and copy into it the top-level "
             f"files of {tree.phrase} (no hidden files, no subfolders): each file goes to "
             f"{rule}.",
         ]) + ctx.hint("find -maxdepth 1, mkdir -p and cp")
         action = "cp -p"
-        phrase = (f"a copy of the top-level files of {tree.phrase}, sorted into folders by "
-                  "extension")
+        phrase = (f"a folder holding copies of the top-level files of {tree.phrase}, sorted "
+                  "into subfolders by extension")
     solution = (f"find {q(tree.path)} -maxdepth 1 -type f -name '*.*' ! -name '.*' -print0 |\n"
                 "  while IFS= read -r -d '' f; do\n"
                 "    name=${f##*/}; ext=${name##*.}\n"
@@ -325,54 +365,79 @@ def find_duplicates(ctx: StepContext, source) -> StepResult:
         raise NotApplicable("no two files have the same content")
     scope = ("Only non-empty files count, hidden files (names starting with a dot) are "
              "ignored, and all subfolders are searched.")
-    if ctx.rng.random() < 0.5:
+    layout = ctx.rng.choice(("adjacent", "blocks", "redundant"))
+    listing = (f"(cd {q(tree.path)} && find . -type f ! -name '.*' ! -empty -printf "
+               "'%P\\0' | xargs -0 -r sha256sum) |\n  LC_ALL=C sort")
+    if layout == "blocks":
+        blocks = sorted([f"{hashlib.sha256(f.content).hexdigest()}  {f.relpath}"
+                         for f in group] for group in groups)
+        lines = tuple(line for number, block in enumerate(blocks)
+                      for line in ([""] if number else []) + block)
+        out = ctx.output_path("duplicate-groups", "txt")
+        fmt = ("one block per set of identical files: a `HASH  PATH` line per file (sha256 in "
+               "hex, two spaces, the path relative to that directory), lines of a block in "
+               "byte order, blocks ordered by hash and separated by a single empty line (none "
+               "before the first block or after the last)")
+        sentence = ctx.phrase([
+            f"Group the files of {tree.phrase} that have identical content and write the "
+            f"groups to `{out}`: {fmt}. Files without a duplicate are not listed. {scope}",
+            f"Find the sets of byte-for-byte identical files in {tree.phrase} and report them "
+            f"in `{out}`, {fmt}. {scope}",
+            f"Write to `{out}` the groups of duplicated files of {tree.phrase} ({fmt}); files "
+            f"whose content is unique are left out. {scope}",
+        ]) + ctx.hint("sha256sum | sort | uniq -w64 --all-repeated=separate")
+        solution = f"{listing} | uniq -w64 --all-repeated=separate > {q(out)}"
+        tool = "uniq"
+        phrase = (f"the groups of duplicated files of {tree.phrase} (blocks of `HASH  PATH` "
+                  "lines separated by empty lines)")
+    elif layout == "adjacent":
         lines = tuple(sorted(f"{hashlib.sha256(f.content).hexdigest()}  {f.relpath}"
                              for group in groups for f in group))
         out = ctx.output_path("duplicates", "txt")
         sentence = ctx.phrase([
             f"Find the files of {tree.phrase} whose content is identical to at least one "
-            f"other file and write them to {out} in `sha256sum` format (`HASH  PATH`: the "
+            f"other file and write them to `{out}` in `sha256sum` format (`HASH  PATH`: the "
             "sha256 in hex, two spaces, the path relative to that directory), lines sorted "
             f"in byte order, so that copies of the same content are adjacent. {scope}",
-            f"Write to {out} one `HASH  PATH` line (sha256 hex digest, two spaces, path "
+            f"Write to `{out}` one `HASH  PATH` line (sha256 hex digest, two spaces, path "
             f"relative to the directory) for every file in {tree.phrase} that has a "
             "duplicate, i.e. another file with exactly the same bytes; sort the lines in "
             f"byte order. Files without a duplicate are not listed. {scope}",
-            f"List the duplicated files of {tree.phrase} in {out}: for each file whose bytes "
+            f"List the duplicated files of {tree.phrase} in `{out}`: for each file whose bytes "
             "also occur in another file, a line `HASH  PATH` as sha256sum prints it (path "
             f"relative to that directory), all lines in C-locale sort order. {scope}",
         ]) + ctx.hint("sha256sum, sort, then uniq -w64 -D")
-        solution = (f"(cd {q(tree.path)} && find . -type f ! -name '.*' ! -empty -printf "
-                    "'%P\\0' | xargs -0 -r sha256sum) |\n"
-                    f"  LC_ALL=C sort | uniq -w64 -D > {q(out)}")
-        phrase = f"the duplicated files of {tree.phrase} with their sha256"
+        solution = f"{listing} | uniq -w64 -D > {q(out)}"
+        tool = "uniq"
+        phrase = (f"the `HASH  PATH` lines (sha256sum format, sorted) of the duplicated files "
+                  f"of {tree.phrase}")
     else:
         lines = tuple(sorted(f.relpath for group in groups for f in group[1:]))
         out = ctx.output_path("redundant-copies", "txt")
         sentence = ctx.phrase([
             f"Some files in {tree.phrase} are byte-for-byte copies of each other. For each "
             "set of identical files, keep the path that sorts first (byte order) and write "
-            f"the other paths to {out}, one per line, relative to that directory, sorted in "
+            f"the other paths to `{out}`, one per line, relative to that directory, sorted in "
             f"byte order. {scope}",
-            f"Write to {out} the redundant copies in {tree.phrase}: among files with "
+            f"Write to `{out}` the redundant copies in {tree.phrase}: among files with "
             "identical content, every one except the first in byte order of its path; one "
             f"path per line (relative to the directory), sorted in byte order. {scope}",
-            f"List in {out} which files of {tree.phrase} could be deleted as duplicates: "
+            f"List in `{out}` which files of {tree.phrase} could be deleted as duplicates: "
             "group files by identical content, drop the alphabetically (byte order) first "
             "path of each group and list the rest, one relative path per line, sorted in "
             f"byte order. {scope}",
         ]) + ctx.hint("sha256sum | sort, then awk 'seen[$1]++'")
-        solution = (f"(cd {q(tree.path)} && find . -type f ! -name '.*' ! -empty -printf "
-                    "'%P\\0' | xargs -0 -r sha256sum) |\n"
-                    "  LC_ALL=C sort | awk 'seen[$1]++' | cut -c67- | "
+        solution = (f"{listing} | awk 'seen[$1]++' | cut -c67- | "
                     f"LC_ALL=C sort > {q(out)}")
-        phrase = f"the redundant copies among the files of {tree.phrase}"
+        tool = "awk"
+        phrase = (f"the sorted list of the redundant copies among the files of {tree.phrase}, "
+                  "one path relative to it per line")
     return StepResult(
         output=Report(path=out, phrase=phrase, lines=lines),
         instruction=sentence, solution=solution,
-        checks=[FileText(f"{out} lists the duplicates", path=out, expected=text(lines),
+        checks=[FileText(f"`{out}` lists the duplicates", path=out, expected=text(lines),
                          compare=ctx.compare(order_matters=True))],
-        tools=("find", "sha256sum", "sort", "uniq" if "uniq" in solution else "awk"))
+        tools=("find", "sha256sum", "sort", tool))
 
 
 @primitive("files.rename_normalize")
@@ -405,14 +470,14 @@ def rename_normalize(ctx: StepContext, source) -> StepResult:
             f"file so that {rule}.",
         ]) + ctx.hint("find -print0, tr and mv")
         prefix = ""
-        phrase = f"{tree.phrase}, with normalized file names"
+        phrase = f"{tree.phrase} once its file names are normalized"
     else:
         sentence = ctx.phrase([
-            f"Copy {tree.phrase} to {root} (same subfolders, contents and times), then "
+            f"Copy {tree.phrase} to `{root}` (same subfolders, contents and times), then "
             f"normalize the file names in the copy: {rule}. Leave the original untouched.",
-            f"Make a copy of {tree.phrase} at {root} in which the file names are normalized "
+            f"Make a copy of {tree.phrase} at `{root}` in which the file names are normalized "
             f"({rule}); the original directory keeps its names.",
-            f"Publish {tree.phrase} to {root}: copy the whole tree there and rename the "
+            f"Publish {tree.phrase} to `{root}`: copy the whole tree there and rename the "
             f"copied files so that {rule}.",
         ]) + ctx.hint("cp -a, then find -print0, tr and mv")
         prefix = f"cp -a {q(tree.path)} {q(root)}\n"
@@ -427,7 +492,9 @@ def rename_normalize(ctx: StepContext, source) -> StepResult:
     return StepResult(
         output=FileTree(path=root, phrase=phrase, files=tuple(files)),
         instruction=sentence, solution=solution,
-        checks=moved_checks(f"{root} holds the normalized names", root, files, renamed),
+        checks=[*moved_checks(f"{root} holds the normalized names", root, files, renamed),
+                *([] if in_place else
+                  mtime_check("the copy keeps the modification times", root, files))],
         tools=("find", "tr", "mv") if in_place else ("cp", "find", "tr", "mv"),
         side_effect=in_place)
 
@@ -447,19 +514,20 @@ def usage_by_folder(ctx: StepContext, source) -> StepResult:
              "folders without files are left out, files lying directly in the directory "
              "are not counted.")
     out = ctx.output_path("usage-by-folder", "txt")
-    files = f"find . -mindepth 2 -type f -print0 | du -b --files0-from=-"
+    files = "find . -mindepth 2 -type f -print0 | du -b --files0-from=-"
     aggregate = "awk -F'\\t' '{split($2, p, \"/\"); t[p[2]] += $1} END {for (d in t) "
     if ctx.rng.random() < 0.5:
+        line_format = "`BYTES<TAB>FOLDER`"
         lines = tuple(f"{size}\t{folder}" for folder, size in
                       sorted(totals.items(), key=lambda item: (-item[1], item[0])))
         sentence = ctx.phrase([
             f"Report how much data each top-level folder of {tree.phrase} holds: write one "
-            f"line per folder to {out} in du's format, the size in bytes, a tab, the folder "
+            f"line per folder to `{out}` in du's format, the size in bytes, a tab, the folder "
             "name; largest first, equal sizes by folder name in byte order. " + scope,
-            f"Write to {out} the disk usage of every folder directly inside {tree.phrase} as "
+            f"Write to `{out}` the disk usage of every folder directly inside {tree.phrase} as "
             "`BYTES<TAB>FOLDER` lines (folder name only, no path), sorted by size, biggest "
             "first, ties by name (byte order). " + scope,
-            f"For each subfolder at the top of {tree.phrase}, put `SIZE<TAB>NAME` in {out}, "
+            f"For each subfolder at the top of {tree.phrase}, put `SIZE<TAB>NAME` in `{out}`, "
             "SIZE being the total bytes it holds; order the lines from the largest folder to "
             "the smallest, equal sizes by NAME in byte order. " + scope,
         ]) + ctx.hint("du -b --files0-from and sort")
@@ -467,14 +535,17 @@ def usage_by_folder(ctx: StepContext, source) -> StepResult:
                     f"  {aggregate}printf \"%d\\t%s\\n\", t[d], d}}' |\n"
                     f"  LC_ALL=C sort -t $'\\t' -k1,1nr -k2,2 > {q(out)}")
     else:
+        line_format = "`FOLDER BYTES`"
         lines = tuple(f"{folder} {size}" for folder, size in sorted(totals.items()))
+        if list(lines) != sorted(lines):  # `sort -k1,1` would then tie-break differently
+            raise NotApplicable("a folder name is a prefix of another one")
         sentence = ctx.phrase([
-            f"Write the size of each top-level folder of {tree.phrase} to {out}: one "
+            f"Write the size of each top-level folder of {tree.phrase} to `{out}`: one "
             "`FOLDER BYTES` line per folder (its name, a space, the total size in bytes), "
             "sorted by folder name in byte order. " + scope,
             f"How much does each folder directly inside {tree.phrase} weigh? Put `NAME "
-            f"BYTES` lines in {out}, one per folder, ordered by NAME (C locale). " + scope,
-            f"Produce {out} with the disk usage in bytes of every folder at the top of "
+            f"BYTES` lines in `{out}`, one per folder, ordered by NAME (C locale). " + scope,
+            f"Produce `{out}` with the disk usage in bytes of every folder at the top of "
             f"{tree.phrase}, as `FOLDER BYTES` lines sorted by folder name (byte order). "
             + scope,
         ]) + ctx.hint("du -b --files0-from, awk and sort")
@@ -483,9 +554,9 @@ def usage_by_folder(ctx: StepContext, source) -> StepResult:
                     f"  LC_ALL=C sort -k1,1 > {q(out)}")
     return StepResult(
         output=Report(path=out, phrase=f"the bytes held by each top-level folder of "
-                      f"{tree.phrase}", lines=lines),
+                      f"{tree.phrase}, as {line_format} lines", lines=lines),
         instruction=sentence, solution=solution,
-        checks=[FileText(f"{out} reports the usage of each folder", path=out,
+        checks=[FileText(f"`{out}` reports the usage of each folder", path=out,
                          expected=text(lines), compare=ctx.compare(order_matters=True))],
         tools=("find", "du", "awk", "sort"))
 
@@ -493,7 +564,7 @@ def usage_by_folder(ctx: StepContext, source) -> StepResult:
 @primitive("files.delete_old")
 def delete_old(ctx: StepContext, source) -> StepResult:
     """Remove the files last modified before a cutoff."""
-    first_step_only(ctx, "deleting files")
+    first_step_only(ctx, "deleting files changes the tree in place")
     tree = tree_input(source, mtimes=True)
     cutoff = midnight_cutoff(ctx, tree)
     kept = [f for f in tree.files if f.mtime >= cutoff]
@@ -508,8 +579,8 @@ def delete_old(ctx: StepContext, source) -> StepResult:
         f"{stamp(cutoff)}. Do not touch newer files and do not remove directories.",
     ]) + ctx.hint("find ! -newermt @EPOCH -delete")
     return StepResult(
-        output=FileTree(path=tree.path, phrase=f"the files of {tree.phrase} modified since "
-                        f"{stamp(cutoff)}", files=tuple(kept)),
+        output=FileTree(path=tree.path, phrase=f"{tree.phrase} once the files older than "
+                        f"{stamp(cutoff)} are deleted", files=tuple(kept)),
         instruction=sentence,
         solution=f"find {q(tree.path)} -type f ! -newermt @{cutoff} -delete",
         checks=[TreeListing(f"only files newer than the cutoff remain in {tree.path}",
@@ -523,9 +594,9 @@ def copy_matching(ctx: StepContext, source) -> StepResult:
     tree = tree_input(source)
     visible = [f for f in tree.files if not is_hidden(f.relpath)]
     prefixes = sorted({basename(f.relpath).split("-")[0].split(" ")[0].split("_")[0]
-                       for f in visible} - {""})
+                       for f in visible})
     patterns = [f"*.{ext}" for ext in sorted({extension(f.relpath) for f in visible} - {""})]
-    patterns += [f"{prefix}*" for prefix in prefixes if len(prefix) >= 3]
+    patterns += [f"{prefix}*" for prefix in prefixes if len(prefix) >= 3 and prefix.isalnum()]
     usable = [p for p in patterns
               if 0 < sum(fnmatch.fnmatchcase(basename(f.relpath), p) for f in tree.files)
               < len(tree.files)]
@@ -536,30 +607,28 @@ def copy_matching(ctx: StepContext, source) -> StepResult:
     dest = ctx.output_path("selection", "")
     sentence = ctx.phrase([
         f"Copy every file of {tree.phrase} whose name matches the shell pattern "
-        f"`{pattern}` (case-sensitive; search all subfolders) into {dest}, keeping each "
+        f"`{pattern}` (case-sensitive; search all subfolders) into `{dest}`, keeping each "
         "file's subfolder path relative to the source directory and its modification "
         "time. Copy nothing else.",
         f"Gather the files named `{pattern}` (a glob on the file name) from anywhere in "
-        f"{tree.phrase} into {dest}, preserving the folder layout below the source "
+        f"{tree.phrase} into `{dest}`, preserving the folder layout below the source "
         "directory (e.g. `a/b/x` is copied to `a/b/x` under the destination) and the "
         "timestamps.",
-        f"Create {dest} holding a copy of each file in {tree.phrase} matching `{pattern}`, "
+        f"Create `{dest}` holding a copy of each file in {tree.phrase} matching `{pattern}`, "
         "at the same relative path as in the source (recreate the subfolders) and with "
         "the same modification time; other files are not copied.",
     ]) + ctx.hint("find -name ... -exec cp -p --parents")
     files = tuple(sorted(chosen, key=lambda f: f.relpath))
     return StepResult(
-        output=FileTree(path=dest, phrase=f"the `{pattern}` files of {tree.phrase}",
+        output=FileTree(path=dest, phrase=f"a folder holding copies of the `{pattern}` files "
+                        f"of {tree.phrase} (same subfolders)",
                         files=files),
         instruction=sentence,
         solution=(f"mkdir -p {q(dest)}\n"
                   f"(cd {q(tree.path)} && find . -type f -name {q(pattern)} "
                   f"-exec cp -p --parents -t {q(dest)} {{}} +)"),
-        checks=moved_checks(f"{dest} holds the matching files", dest, list(files),
-                            list(files)),
+        checks=[*moved_checks(f"{dest} holds the matching files", dest, list(files),
+                              list(files)),
+                *mtime_check("the copies keep their modification times", dest, files)],
         tools=("find", "cp"))
 
-
-def relocated(files, root: str) -> dict[str, bytes]:
-    """Absolute path -> bytes for the files of a tree rooted at `root`."""
-    return {posixpath.join(root, f.relpath): f.content for f in files}

@@ -16,7 +16,12 @@ from collections import Counter
 from dataclasses import dataclass
 
 from taskloom.generators.procedural.artifacts import Archive, Commit, GitRepo, Report
-from taskloom.generators.procedural.checks import ArchiveMembers, CommandText, FileText
+from taskloom.generators.procedural.checks import (
+    ArchiveMembers,
+    Check,
+    CommandText,
+    FileText,
+)
 from taskloom.generators.procedural.primitives.base import (
     NotApplicable,
     StepContext,
@@ -37,14 +42,51 @@ class NewCommit(Commit):
 
 @dataclass(frozen=True)
 class GitOutput(CommandText):
-    """Output of a git command in the final repository. Most of it is history that was
-    there before or values the instruction has to give (a commit message, an identity);
-    only `secret` lines are answers the instruction must not state."""
+    """Output of a git command in the final repository.
+
+    Most of it is history that was there before, or values the instruction has to give
+    (a commit message, an identity); only `secret` lines are answers it must not state.
+    """
 
     secret: tuple[str, ...] = ()
 
     def answers(self) -> tuple[str, ...]:
+        """Only the lines the task itself creates."""
         return tuple(line for line in self.secret if len(line.strip()) >= 4)
+
+
+@dataclass(frozen=True)
+class BranchCommit(Check):
+    """The commit a step made on a new branch, wherever the branch tip is now.
+
+    The first commit of `base..branch` sits on base's tip, is made by `identity`, has
+    `subject` and changes only `path`, to `content`; later steps may add commits on top.
+    """
+
+    repo: str = ""
+    base: str = ""
+    branch: str = ""
+    subject: str = ""
+    identity: str = ""
+    path: str = ""
+    content: str = ""
+
+    def body(self) -> list[str]:
+        """Resolve the commit with git, then compare its parent, identity and change."""
+        git = ["git", "-C", self.repo]
+        return [
+            f"git = {git!r}",
+            f"commits = _run(git + ['rev-list', '--reverse', {self.base + '..' + self.branch!r}])"
+            ".split()",
+            "assert commits, 'no commit on the branch'",
+            "first = commits[0]",
+            f"base = _run(git + ['rev-parse', {self.base!r}]).strip()",
+            "assert _run(git + ['log', '-1', '--format=%P', first]).split() == [base]",
+            "assert _run(git + ['log', '-1', '--format=%s|%an <%ae>|%cn <%ce>', first]) == "
+            f"{self.subject + '|' + self.identity + '|' + self.identity + chr(10)!r}",
+            "assert _run(git + ['diff-tree', '--no-commit-id', '--name-only', '-r', first]) == "
+            f"{self.path + chr(10)!r}",
+            f"assert _run(git + ['show', first + ':' + {self.path!r}]) == {self.content!r}"]
 
 
 def _text(lines) -> str:
@@ -104,8 +146,10 @@ def _tree_id(files: dict[str, str]) -> str:
 
 
 def commit_hashes(repo: GitRepo) -> list[str | None]:
-    """The hash of every commit of the branch, oldest first; None from the first
-    commit the task makes (its date is not known in advance)."""
+    """The hash of every commit of the branch, oldest first.
+
+    None from the first commit the task makes on: its date is not known in advance.
+    """
     hashes: list[str | None] = []
     parent: str | None = None
     for index, commit in enumerate(repo.commits):
@@ -390,23 +434,13 @@ def branch_commit(ctx: StepContext, source) -> StepResult:
         f"{git} checkout -q -b {q(new)} {q(old)}", edit,
         f"{git} add -- {q(path)}",
         f"{git} -c user.name={q(name)} -c user.email={q(email)} commit -q -m {q(message)}"])
-    subjects = [_subject(c) for c in reversed(after)]
     checks = [
-        GitOutput(f"{new} has the new commit on top of {old}", argv=(
-            "git", "-C", repo.path, "log", "--format=%s", new),
-            expected=_text(subjects), compare="lines"),
+        BranchCommit(f"{new} starts with the new commit on top of {old}", repo=repo.path,
+                     base=old, branch=new, subject=message, identity=f"{name} <{email}>",
+                     path=path, content=content),
         GitOutput(f"{old} is unchanged", argv=(
             "git", "-C", repo.path, "log", "--format=%s", old),
-            expected=_text(subjects[1:]), compare="lines"),
-        GitOutput(f"the commit is made as {name}", argv=(
-            "git", "-C", repo.path, "log", "-1", "--format=%an <%ae>|%cn <%ce>", new),
-            expected=f"{name} <{email}>|{name} <{email}>\n", compare="lines"),
-        GitOutput(f"{path} holds the change on {new}", argv=(
-            "git", "-C", repo.path, "show", f"{new}:{path}"), expected=content,
-            compare="exact"),
-        GitOutput(f"the commit changes only {path}", argv=(
-            "git", "-C", repo.path, "diff", "--name-only", old, new),
-            expected=f"{path}\n", compare="lines"),
+            expected=_text(_subject(c) for c in reversed(repo.commits)), compare="lines"),
         CommandText("the working tree is clean", argv=(
             "git", "-C", repo.path, "status", "--porcelain"), expected="", compare="lines"),
     ]

@@ -23,6 +23,7 @@ from taskloom.generators.procedural.primitives.base import (
 from taskloom.generators.procedural.primitives.csvdata import (
     DECIMAL,
     Field,
+    derive,
     jq_text,
     lines_text,
     names,
@@ -32,8 +33,8 @@ from taskloom.generators.procedural.primitives.csvdata import (
 from taskloom.generators.procedural.world import q
 
 CSV_UNSAFE = re.compile(r'[,"\n\r]')  # values CSV cannot hold without quoting
-NUMBER_FORMAT = ("numbers in their shortest form (no trailing zeros after the decimal point, "
-                 "and no decimal point at all for whole numbers)")
+NUMBER_FORMAT = ("numbers in their shortest form: no trailing zeros after the decimal point, "
+                 "and no decimal point at all for whole numbers")
 
 
 def _records(source) -> JsonDoc:
@@ -75,19 +76,21 @@ def filter_records(ctx: StepContext, source) -> StepResult:
     records = tuple(doc.records[i] for i in chosen)
     out = ctx.output_path("selected", "json")
     sentence = ctx.phrase([
-        f"Write to {out} a JSON array with the objects of {doc.phrase} whose "
+        f"Write to `{out}` a JSON array with the objects of {doc.phrase} whose "
         f"{condition.words()}, unchanged and in their original order.",
         f"Filter {doc.phrase} to the objects where {condition.words()} and save them as a "
-        f"JSON array in {out} (objects as they are, original order).",
-        f"Save in {out} the subset of {doc.phrase} whose {condition.words()}: a JSON array "
+        f"JSON array in `{out}` (objects as they are, original order).",
+        f"Save in `{out}` the subset of {doc.phrase} whose {condition.words()}: a JSON array "
         "of the matching objects, unmodified, in the order they appear.",
     ]) + ctx.hint("jq 'map(select(...))'")
     return StepResult(
-        output=JsonDoc(path=out, phrase=f"the objects of {doc.phrase} whose "
-                       f"{condition.words()}", records=records),
+        output=JsonDoc(path=out, phrase=derive(
+            doc.phrase, f"the objects of {doc.phrase} whose {condition.words()}",
+            f"{doc.phrase}, keeping only the objects whose {condition.words()}"),
+            records=records),
         instruction=sentence,
         solution=f"jq {q(f'map(select({condition.jq()}))')} {q(doc.path)} > {q(out)}",
-        checks=[JsonValue(f"{out} holds the objects whose {condition.words()}", path=out,
+        checks=[JsonValue(f"`{out}` holds the objects whose {condition.words()}", path=out,
                           expected=list(records), ordered=True)],
         tools=("jq",))
 
@@ -102,23 +105,24 @@ def extract_field(ctx: StepContext, source) -> StepResult:
         raise NotApplicable("no field varies between the objects")
     field = ctx.rng.choice(fields)
     lines = tuple(jq_text(v) for v in field.values)
-    out = ctx.output_path(f"{field.name}-values", "txt")
-    fmt = ("strings without quotes" if field.kind == "text"
-           else NUMBER_FORMAT)
+    out = ctx.output_path(f"{field.name}-list", "txt")
+    style = "strings without quotes" if field.kind == "text" else NUMBER_FORMAT
+    fmt = f"Write {style}."
     sentence = ctx.phrase([
-        f"Write the `{field.name}` value of every object in {doc.phrase} to {out}, one per "
-        f"line, in array order ({fmt}).",
-        f"Extract the field `{field.name}` from each object of {doc.phrase} into {out}: one "
-        f"value per line, same order as the array, {fmt}.",
-        f"List in {out} the `{field.name}` of each element of {doc.phrase}, one per line and "
-        f"in order, repeats included ({fmt}).",
-    ]) + ctx.hint("jq -r")
+        f"Write the `{field.name}` value of every object in {doc.phrase} to `{out}`, one per "
+        "line, in array order.",
+        f"Extract the field `{field.name}` from each object of {doc.phrase} into `{out}`: one "
+        "value per line, same order as the array.",
+        f"List in `{out}` the `{field.name}` of each element of {doc.phrase}, one per line and "
+        "in order, repeats included.",
+    ]) + " " + fmt + ctx.hint("jq -r")
     return StepResult(
-        output=TextFile(path=out, phrase=f"the `{field.name}` values of {doc.phrase}",
+        output=TextFile(path=out, phrase=f"the `{field.name}` values of {doc.phrase} (one "
+                        f"per line, in array order; {style})",
                         lines=lines),
         instruction=sentence,
         solution=f"jq -r {q(f'.[] | {_get(field.name)}')} {q(doc.path)} > {q(out)}",
-        checks=[FileText(f"{out} lists the {field.name} values", path=out,
+        checks=[FileText(f"`{out}` lists the {field.name} values", path=out,
                          expected=lines_text(lines), compare=ctx.compare(order_matters=True))],
         tools=("jq",))
 
@@ -140,27 +144,32 @@ def to_csv(ctx: StepContext, source) -> StepResult:
                  for i in range(len(doc.records)))
     numeric = tuple(f.name for f in chosen if f.numeric)
     out = ctx.output_path("flat", "csv")
-    fmt = f"; {NUMBER_FORMAT}" if numeric else ""
+    decimals = any(f.kind == "decimal" for f in chosen)
+    fmt = f"; {NUMBER_FORMAT}" if decimals else ""
     sentence = ctx.phrase([
-        f"Convert {doc.phrase} to the CSV file {out} with the columns {names(header)}, in "
+        f"Convert {doc.phrase} to the CSV file `{out}` with the columns {names(header)}, in "
         "that order: a header row with those names, then one row per object in array "
         f"order, values unquoted{fmt}.",
-        f"Write {out}: a header line naming the columns {names(header)} (in this order, "
+        f"Write `{out}`: a header line naming the columns {names(header)} (in this order, "
         f"comma-separated), then the matching values of every object of {doc.phrase}, one "
         f"row per object, in order, without quotes{fmt}.",
-        f"Flatten {doc.phrase} into {out} as CSV: header row {names(header)} (that column "
-        f"order), one comma-separated row per object in the original order, no quoting"
-        f"{fmt}.",
+        f"Flatten {doc.phrase} into the CSV file `{out}` with the columns {names(header)} "
+        "(in that order, header row first), one comma-separated row per object in the "
+        f"original order, no quoting{fmt}.",
     ]) + ctx.hint("jq -r with join(\",\")")
     titles = ", ".join(f'"{name}"' for name in header)
     values = ", ".join(_get(name) for name in header)
     program = f"[{titles}], (.[] | [{values}] | map(tostring)) | join(\",\")"
-    output = CsvTable(path=out, phrase=f"the {names(header)} of {doc.phrase} as CSV",
+    shortest = " (numbers in shortest form)" if decimals else ""
+    phrase = derive(doc.phrase, f"the {names(header)} fields of {doc.phrase} as CSV{shortest}",
+                    f"{doc.phrase}, flattened to CSV with the columns {names(header)}"
+                    f"{shortest}")
+    output = CsvTable(path=out, phrase=phrase,
                       header=header, rows=rows, numeric=numeric)
     return StepResult(
         output=output, instruction=sentence,
         solution=f"jq -r {q(program)} {q(doc.path)} > {q(out)}",
-        checks=[FileText(f"{out} holds the objects as CSV", path=out, expected=output.text(),
+        checks=[FileText(f"`{out}` holds the objects as CSV", path=out, expected=output.text(),
                          compare=ctx.compare(order_matters=True))],
         tools=("jq",))
 
@@ -187,20 +196,20 @@ def group_count(ctx: StepContext, source) -> StepResult:
     out = ctx.output_path(f"{field.name}-counts", "txt")
     sentence = ctx.phrase([
         f"Count the objects of {doc.phrase} per value of `{field.name}` and write "
-        f"`VALUE COUNT` lines to {out} (one per distinct value, a single space between), "
+        f"`VALUE COUNT` lines to `{out}` (one per distinct value, a single space between), "
         f"{order}.",
-        f"Write to {out} how many objects of {doc.phrase} have each `{field.name}`: one "
+        f"Write to `{out}` how many objects of {doc.phrase} have each `{field.name}`: one "
         f"line `VALUE COUNT` per distinct value, {order}.",
-        f"Produce {out} with a `VALUE COUNT` line for every distinct `{field.name}` in "
+        f"Produce `{out}` with a `VALUE COUNT` line for every distinct `{field.name}` in "
         f"{doc.phrase} (COUNT = number of objects with that value), {order}.",
     ]) + ctx.hint("jq -r, sort and uniq -c")
     return StepResult(
         output=Report(path=out, phrase=f"the number of objects per `{field.name}` in "
-                      f"{doc.phrase}", lines=lines),
+                      f"{doc.phrase} (`VALUE COUNT` lines, {order})", lines=lines),
         instruction=sentence,
         solution=(f"jq -r {q(f'.[] | {_get(field.name)}')} {q(doc.path)} | LC_ALL=C sort | "
                   f"uniq -c | awk '{{print $2, $1}}'{tail} > {q(out)}"),
-        checks=[FileText(f"{out} counts objects per {field.name}", path=out,
+        checks=[FileText(f"`{out}` counts objects per {field.name}", path=out,
                          expected=lines_text(lines),
                          compare=ctx.compare(order_matters=by_count))],
         tools=("jq", "sort", "uniq"))
@@ -228,33 +237,47 @@ def sort_records(ctx: StepContext, source) -> StepResult:
     records = tuple(doc.records[i] for i in order)
     if field.numeric:
         how = "numerically, largest first" if descending else "numerically, smallest first"
+        brief = "largest first" if descending else "smallest first"
         key = f"-{_get(field.name)}" if descending else _get(field.name)
     else:
-        how = "as text in byte (Unicode code point) order"
+        how = "as text in byte order (Unicode code point order)"
+        brief = "byte order"
         key = _get(field.name)
     out = ctx.output_path("sorted", "json")
     sentence = ctx.phrase([
-        f"Sort the array in {doc.phrase} by `{field.name}` {how} and write it to {out}; "
+        f"Sort the array in {doc.phrase} by `{field.name}` {how}, and write it to `{out}`; "
         f"objects with equal `{field.name}` keep their original relative order, and the "
         "objects themselves are unchanged.",
-        f"Write {out}: the objects of {doc.phrase}, unmodified, ordered by `{field.name}` "
-        f"{how} (a stable sort: ties stay in their original order), as a JSON array.",
-        f"Reorder {doc.phrase} by `{field.name}` ({how}; equal values keep the order they "
-        f"had) and save the resulting JSON array as {out}.",
+        f"Write `{out}`: the objects of {doc.phrase}, unmodified, ordered by `{field.name}` "
+        f"{how}, in a stable sort (ties stay in their original order), as a JSON array.",
+        f"Reorder {doc.phrase} by `{field.name}`, {how}, with equal values keeping the "
+        f"order they had, and save the resulting JSON array as `{out}`.",
     ]) + ctx.hint("jq 'sort_by(...)'")
     return StepResult(
-        output=JsonDoc(path=out, phrase=f"the objects of {doc.phrase} sorted by "
-                       f"`{field.name}` {how}", records=records),
+        output=JsonDoc(path=out, phrase=derive(
+            doc.phrase, f"the objects of {doc.phrase} sorted by `{field.name}` ({brief})",
+            f"{doc.phrase}, sorted by `{field.name}` ({brief})"), records=records),
         instruction=sentence,
         solution=f"jq {q(f'sort_by({key})')} {q(doc.path)} > {q(out)}",
-        checks=[JsonValue(f"{out} is sorted by {field.name}", path=out,
+        checks=[JsonValue(f"`{out}` is sorted by {field.name}", path=out,
                           expected=list(records), ordered=True)],
         tools=("jq",))
 
 
-RENAMES = {"text": ("label", "name", "kind", "ref", "tag", "key"),
-           "int": ("count", "value", "units", "total"),
-           "decimal": ("value", "total", "price", "sum")}
+DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
+
+
+def _new_names(field: Field) -> tuple[str, ...]:
+    """Names a key of this kind is plausibly renamed to."""
+    if field.kind == "int":
+        return ("count", "units", "amount_int")
+    if field.kind == "decimal":
+        return ("value", "total", "price")
+    if all(DATE.match(v) for v in field.values):
+        return ("date", "recorded_on", "when")
+    if field.unique():
+        return ("id", "ref", "key")
+    return ("kind", "label", "group_name", "tag")
 
 
 @primitive("json.reshape")
@@ -268,7 +291,7 @@ def reshape(ctx: StepContext, source) -> StepResult:
     taken = {f.name for f in fields}
     renames: dict[str, str] = {}
     for field in ctx.rng.sample(keep, min(len(keep), ctx.rng.randint(1, 2))):
-        options = [n for n in RENAMES[field.kind] if n not in taken]
+        options = [n for n in _new_names(field) if n not in taken]
         if options:
             renames[field.name] = ctx.rng.choice(options)
             taken.add(renames[field.name])
@@ -279,25 +302,27 @@ def reshape(ctx: StepContext, source) -> StepResult:
     dropped = [f.name for f in fields if f not in keep] + \
         [k for k in doc.records[0] if k not in {f.name for f in fields}]
     renamed = names([f"{old}` to `{new}" for old, new in renames.items()])
+    moved = " and ".join(f"`{old}` renamed to `{new}`" for old, new in renames.items())
     kept = names([new for new, _ in pairs])
     drop = (f"; drop {names(dropped)}" if dropped else "")
     out = ctx.output_path("reshaped", "json")
     sentence = ctx.phrase([
-        f"Rewrite {doc.phrase} into {out}: the same objects in the same order, but with "
+        f"Rewrite {doc.phrase} into `{out}`: the same objects in the same order, but with "
         f"only the keys {kept}, where you rename {renamed}{drop}. Values stay unchanged.",
-        f"Write {out}, a JSON array with one object per object of {doc.phrase} (same order) "
+        f"Write `{out}`, a JSON array with one object per object of {doc.phrase} (same order) "
         f"holding exactly the keys {kept}: rename {renamed}{drop}; keep the values as they "
         "are.",
         f"Reshape every object of {doc.phrase} (rename {renamed}{drop}) and save the array "
-        f"as {out}; each object must have exactly the keys {kept}, values unchanged, "
+        f"as `{out}`; each object must have exactly the keys {kept}, values unchanged, "
         "original order.",
     ]) + ctx.hint("jq 'map({new: .old, ...})'")
     body = ", ".join(f'"{new}": {_get(old)}' for new, old in pairs)
     return StepResult(
-        output=JsonDoc(path=out, phrase=f"the objects of {doc.phrase} with {renamed} renamed "
-                       f"(keys {kept})", records=records),
+        output=JsonDoc(path=out, phrase=derive(
+            doc.phrase, f"the objects of {doc.phrase} with {moved} (keys {kept})",
+            f"{doc.phrase}, with {moved} (keys {kept})"), records=records),
         instruction=sentence,
         solution=f"jq {q(f'map({{{body}}})')} {q(doc.path)} > {q(out)}",
-        checks=[JsonValue(f"{out} holds the reshaped objects", path=out,
+        checks=[JsonValue(f"`{out}` holds the reshaped objects", path=out,
                           expected=list(records), ordered=True)],
         tools=("jq",))

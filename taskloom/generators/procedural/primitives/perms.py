@@ -1,1 +1,384 @@
-"""perms primitives (being written)."""
+"""Permission and account primitives: file modes, ownership, world-writable files, users.
+
+Modes and owners are the step's effect on the system, so their checks run on the final
+state, after any later step. A later step may move, rename or delete files of the tree
+(organise by extension, delete old files), so the checks follow files by content where
+they can and skip paths that are gone, but always need something left to check.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+from dataclasses import dataclass, replace
+
+from taskloom.generators.procedural.artifacts import Accounts, CsvTable, FileTree, Report, TreeFile
+from taskloom.generators.procedural.checks import Check, FileText, PathState, UsersExist
+from taskloom.generators.procedural.primitives.base import (
+    NotApplicable,
+    StepContext,
+    StepResult,
+    primitive,
+)
+from taskloom.generators.procedural.world import DAY, EPOCH_NOW, q
+
+# Policies whose modes survive `cp` under umask 022, so copies made later still match.
+POLICIES = ((0o755, 0o755, 0o644), (0o750, 0o750, 0o640), (0o700, 0o700, 0o600))
+SCRAMBLED = (0o600, 0o640, 0o644, 0o664, 0o666, 0o700, 0o755, 0o777)
+WORLD_WRITABLE = (0o666, 0o777, 0o646, 0o662)
+GROUP_WRITABLE = (0o664, 0o660, 0o775, 0o770)
+NOLOGIN = "/usr/sbin/nologin"
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True)
+class TreeModes(Check):
+    """Files of a tree have their modes, found at their path or (moved) by content."""
+
+    root: str = ""
+    files: tuple[tuple[str, str, int], ...] = ()  # (relpath, sha256, mode)
+    dirs: tuple[tuple[str, int], ...] = ()  # (relpath, "" for the root; mode)
+
+    def body(self) -> list[str]:
+        """Known paths first, then any other file whose content is known."""
+        return [
+            f"root = Path({self.root!r})",
+            f"files = {[list(f) for f in self.files]!r}",
+            "by_digest = {}",
+            "for rel, digest, mode in files:",
+            "    by_digest.setdefault(digest, set()).add(mode)",
+            "known = {rel for rel, _, _ in files}",
+            "checked = 0",
+            "for path in sorted(root.rglob('*')):",
+            "    if not path.is_file() or path.is_symlink():",
+            "        continue",
+            "    rel = str(path.relative_to(root))",
+            "    digest = hashlib.sha256(path.read_bytes()).hexdigest()",
+            "    wanted = {m for r, d, m in files if r == rel and d == digest} if rel in known "
+            "else by_digest.get(digest, set())",
+            "    if wanted:",
+            "        mode = stat.S_IMODE(path.lstat().st_mode)",
+            "        assert mode in wanted, (rel, oct(mode), sorted(oct(m) for m in wanted))",
+            "        checked += 1",
+            "assert checked, 'none of the files is left in the tree'",
+            f"for rel, mode in {[list(d) for d in self.dirs]!r}:",
+            "    path = root / rel if rel else root",
+            "    if path.is_dir():",
+            "        assert stat.S_IMODE(path.lstat().st_mode) == mode, (rel, oct(mode))",
+        ]
+
+
+@dataclass(frozen=True)
+class TreeOwners(Check):
+    """The tree root, and every listed path still there, belong to user:group."""
+
+    root: str = ""
+    paths: tuple[str, ...] = ()  # relative to root
+    user: str = ""
+    group: str = ""
+
+    def body(self) -> list[str]:
+        """The root must exist; other paths are checked when a later step left them."""
+        return [
+            f"root = Path({self.root!r})",
+            "assert root.is_dir(), root",
+            f"for rel in [''] + {list(self.paths)!r}:",
+            "    path = root / rel if rel else root",
+            "    if not os.path.lexists(path):",
+            "        continue",
+            "    info = os.lstat(path)",
+            f"    assert pwd.getpwuid(info.st_uid).pw_name == {self.user!r}, rel",
+            f"    assert grp.getgrgid(info.st_gid).gr_name == {self.group!r}, rel",
+        ]
+
+
+@dataclass(frozen=True)
+class ServiceAccount(Check):
+    """A system account (UID below 1000) whose primary group is `group`."""
+
+    user: str = ""
+    group: str = ""
+
+    def body(self) -> list[str]:
+        """Look the account up in the password and group databases."""
+        return [f"entry = pwd.getpwnam({self.user!r})",
+                "assert entry.pw_uid < 1000, entry.pw_uid",
+                f"assert grp.getgrgid(entry.pw_gid).gr_name == {self.group!r}"]
+
+
+@dataclass(frozen=True)
+class UsersAbsent(Check):
+    """No account exists for these names."""
+
+    names: tuple[str, ...] = ()
+
+    def body(self) -> list[str]:
+        """Every name must be unknown to the password database."""
+        return [f"for name in {list(self.names)!r}:",
+                "    try:",
+                "        pwd.getpwnam(name)",
+                "    except KeyError:",
+                "        continue",
+                "    raise AssertionError(f'unexpected account {name}')"]
+
+
+def _tree(source) -> FileTree:
+    if not isinstance(source, FileTree) or not source.files:
+        raise NotApplicable("needs a directory tree with files")
+    return source
+
+
+def _dirs(tree: FileTree) -> list[str]:
+    """Relative paths of the tree's directories (the root is "")."""
+    found = {""}
+    for item in tree.files:
+        parent = posixpath.dirname(item.relpath)
+        while parent:
+            found.add(parent)
+            parent = posixpath.dirname(parent)
+    return sorted(found)
+
+
+def _retouch(ctx: StepContext, tree: FileTree, item: TreeFile, **changes) -> TreeFile:
+    """Change a file of a freshly generated tree in the world and in its description."""
+    new = replace(item, **changes)
+    ctx.world.add(f"{tree.path}/{item.relpath}", new.content, mode=new.mode, owner=new.owner,
+                  group=new.group, mtime=new.mtime)
+    return new
+
+
+def _is_script(relpath: str) -> bool:
+    return relpath.endswith(".sh")
+
+
+@primitive("perms.set_modes")
+def set_modes(ctx: StepContext, source) -> StepResult:
+    """Directories, scripts and other files each get their mode."""
+    tree = _tree(source)
+    files = list(tree.files)
+    if ctx.step == 1:  # a neglected tree: a few scripts, modes all over the place
+        folders = sorted({posixpath.dirname(f.relpath) for f in files})
+        for number in range(ctx.rng.randint(1, 3)):
+            folder = ctx.rng.choice(folders)
+            name = f"{ctx.rng.choice(('sync', 'publish', 'rebuild', 'check'))}-{number + 1}.sh"
+            relpath = f"{folder}/{name}".lstrip("/")
+            if any(f.relpath == relpath for f in files):
+                continue
+            script = TreeFile(relpath, f"#!/bin/sh\n# {name} for {ctx.domain.org}\nexit 0\n"
+                              .encode(), 0o644, EPOCH_NOW - ctx.rng.randint(1, 90) * DAY)
+            ctx.world.add(f"{tree.path}/{relpath}", script.content, mode=script.mode,
+                          mtime=script.mtime)
+            files.append(script)
+        files = [_retouch(ctx, tree, f, mode=ctx.rng.choice(SCRAMBLED)) for f in files]
+        files.sort(key=lambda f: f.relpath)
+    policies = [p for p in POLICIES  # each must change at least one file
+                if any(f.mode != (p[1] if _is_script(f.relpath) else p[2]) for f in files)]
+    if not policies:
+        raise NotApplicable("the modes are already right")
+    directory, script, data = ctx.rng.choice(policies)
+    result = [replace(f, mode=script if _is_script(f.relpath) else data) for f in files]
+    dirs = _dirs(tree)
+    sentence = ctx.phrase([
+        f"Fix the permissions under {tree.phrase}: the directory itself and every directory "
+        f"below it get mode {directory:04o}, every file whose name ends in `.sh` gets "
+        f"{script:04o}, and every other file (hidden ones included) gets {data:04o}.",
+        f"Normalise the modes in {tree.phrase}, recursively: directories (the top one "
+        f"included) {directory:04o}, `*.sh` scripts {script:04o}, all remaining regular "
+        f"files {data:04o}.",
+        f"Apply this permission policy to {tree.phrase} and everything in it: {directory:04o} "
+        f"for directories, {script:04o} for files named `*.sh`, {data:04o} for any other "
+        "file.",
+    ]) + ctx.hint("find -type d / -type f with -exec chmod")
+    root = q(tree.path)
+    solution = "\n".join([
+        f"find {root} -type d -exec chmod {directory:o} {{}} +",
+        f"find {root} -type f -name '*.sh' -exec chmod {script:o} {{}} +",
+        f"find {root} -type f ! -name '*.sh' -exec chmod {data:o} {{}} +"])
+    return StepResult(
+        output=FileTree(path=tree.path, phrase=tree.phrase,
+                        files=tuple(result)),
+        instruction=sentence, solution=solution,
+        checks=[TreeModes(f"the files and directories of {tree.path} have their modes",
+                          root=tree.path,
+                          files=tuple((f.relpath, _sha(f.content), f.mode) for f in result),
+                          dirs=tuple((d, directory) for d in dirs))],
+        tools=("find", "chmod"), side_effect=True)
+
+
+@primitive("perms.chown_tree")
+def chown_tree(ctx: StepContext, source) -> StepResult:
+    """A service account that owns a tree."""
+    tree = _tree(source)
+    owners = {f.owner for f in tree.files}
+    services = [s for s in ctx.domain.services if f"svc-{s}" not in owners and
+                f"svc-{s}" not in ctx.world.users]
+    if not services:
+        raise NotApplicable("every service account name is taken")
+    user = f"svc-{ctx.rng.choice(services)}"
+    team = ctx.rng.random() < 0.5
+    group = f"{ctx.domain.name}-team" if team else user
+    account = (f"a system account `{user}` (UID below 1000, login shell {NOLOGIN}, no home "
+               f"directory) whose primary group is a new group `{group}`" if team else
+               f"a system account `{user}` (UID below 1000, login shell {NOLOGIN}, no home "
+               f"directory) with its own primary group `{user}`")
+    sentence = ctx.phrase([
+        f"Create {account}, then make `{user}:{group}` the owner of {tree.phrase} and of "
+        "everything below it.",
+        f"Hand {tree.phrase} over to a service account: create {account}, and give the "
+        f"directory and all files and folders in it to user `{user}` and group `{group}`.",
+        f"Set up {account}. The directory {tree.path}, recursively, must then be owned by "
+        f"`{user}` with group `{group}`.",
+    ]) + ctx.hint("useradd --system, chown -R")
+    if team:
+        create = (f"getent group {q(group)} >/dev/null || groupadd {q(group)}\n"
+                  f"useradd --system --no-create-home --shell {NOLOGIN} -g {q(group)} {q(user)}")
+    else:
+        create = f"useradd --system --no-create-home --shell {NOLOGIN} --user-group {q(user)}"
+    solution = f"{create}\nchown -R {q(user)}:{q(group)} {q(tree.path)}"
+    result = tuple(replace(f, owner=user, group=group) for f in tree.files)
+    return StepResult(
+        output=FileTree(path=tree.path, phrase=tree.phrase,
+                        files=result),
+        instruction=sentence, solution=solution,
+        checks=[UsersExist(f"{user} exists", users=((user, NOLOGIN, (group,)),)),
+                ServiceAccount(f"{user} is a system account in group {group}", user=user,
+                               group=group),
+                TreeOwners(f"{tree.path} belongs to {user}:{group}", root=tree.path,
+                           paths=tuple(d for d in _dirs(tree) if d) +
+                           tuple(f.relpath for f in tree.files), user=user, group=group)],
+        tools=("useradd", "chown"), side_effect=True)
+
+
+@primitive("perms.find_world_writable")
+def find_world_writable(ctx: StepContext, source) -> StepResult:
+    """The files anyone may write to."""
+    tree = _tree(source)
+    files = list(tree.files)
+    if ctx.step == 1:  # some careless modes, and group-writable files that are fine
+        picks = ctx.rng.sample(range(len(files)), min(len(files), ctx.rng.randint(3, 6)))
+        for position, index in enumerate(picks):
+            pool = WORLD_WRITABLE if position % 2 == 0 else GROUP_WRITABLE
+            files[index] = _retouch(ctx, tree, files[index], mode=ctx.rng.choice(pool))
+        if ctx.difficulty.noise >= 2:
+            folders = sorted({posixpath.dirname(f.relpath) for f in files} - {""})
+            if folders:
+                ctx.world.mkdir(f"{tree.path}/{ctx.rng.choice(folders)}", mode=0o777)
+    found = sorted((f for f in files if f.mode & 0o002), key=lambda f: f.relpath.encode())
+    if not found:
+        raise NotApplicable("no world-writable file")
+    out = ctx.output_path("world-writable", "txt")
+    relative = ctx.rng.random() < 0.5
+    if relative:
+        lines = tuple(f"{f.mode:o} {f.relpath}" for f in found)
+        layout = (f"one line per file: its permission bits in octal as `stat -c %a` prints "
+                  f"them (like `666`), a space, then its path relative to {tree.path}; lines "
+                  "sorted by path in byte order")
+        solution = (f"find {q(tree.path)} -type f -perm -o+w -printf '%m %P\\n' | "
+                    f"LC_ALL=C sort -t ' ' -k2 > {q(out)}")
+    else:
+        lines = tuple(f"{tree.path}/{f.relpath}" for f in found)
+        layout = "the absolute path of each such file, one per line, sorted in byte order"
+        solution = f"find {q(tree.path)} -type f -perm -o+w | LC_ALL=C sort > {q(out)}"
+    sentence = ctx.phrase([
+        f"Audit {tree.phrase} for regular files that any user may write to (the "
+        f"write bit for others is set) and write to {out} {layout}.",
+        f"Find every world-writable regular file below {tree.phrase} (directories do not "
+        f"count) and list them in {out}: {layout}.",
+        f"Which files in {tree.phrase} are writable by everyone? Report them in {out} as "
+        f"{layout}; directories are not part of the report.",
+    ]) + ctx.hint("find -perm -o+w")
+    return StepResult(
+        output=Report(path=out, phrase=f"the world-writable files of {tree.phrase}",
+                      lines=lines),
+        instruction=sentence, solution=solution,
+        checks=[FileText(f"{out} lists the world-writable files", path=out,
+                         expected="".join(line + "\n" for line in lines),
+                         compare=ctx.compare())],
+        tools=("find", "sort"))
+
+
+def username(name: str) -> str:
+    """The login for a person's name: lower case, letters a-z only."""
+    return "".join(ch for ch in name.lower() if "a" <= ch <= "z")
+
+
+@primitive("users.create_from_csv")
+def create_from_csv(ctx: StepContext, source) -> StepResult:
+    """Accounts, and their groups, for the people of a CSV file."""
+    if not isinstance(source, CsvTable) or not source.rows:
+        raise NotApplicable("needs a CSV table")
+    table = source
+    kinds = {c.name: c.kind for c in ctx.domain.columns}
+    people = [c for c in table.header if kinds.get(c) == "name"]
+    groups = [c for c in table.header if kinds.get(c) == "category"]
+    dates = [c for c in table.header if kinds.get(c) == "date"]
+    if not people or not groups:
+        raise NotApplicable("needs a column of person names and one of departments")
+    person, team = table.column(people[0]), table.column(groups[0])
+    rows = [r for r in table.rows if username(r[person])]
+    how = ctx.rng.choice(["all", "group"] + (["date"] if dates else []))
+    if how == "group":
+        value = ctx.rng.choice(sorted({r[team] for r in rows}))
+        chosen = [r for r in rows if r[team] == value]
+        which = f"every person whose `{groups[0]}` is `{value}`"
+        condition = f'${team + 1} == "{value}"'
+    elif how == "date":
+        column = table.column(dates[0])
+        days = sorted({r[column] for r in rows})
+        cutoff = days[len(days) // 2]
+        chosen = [r for r in rows if r[column] >= cutoff]
+        which = f"every person whose `{dates[0]}` date is {cutoff} or later"
+        condition = f"${column + 1} >= \"{cutoff}\""
+    else:
+        chosen = rows
+        which = "every person listed"
+        condition = "1"
+    accounts: dict[str, set[str]] = {}
+    for row in chosen:
+        accounts.setdefault(username(row[person]), set()).add(row[team])
+    if not accounts:
+        raise NotApplicable("nobody to create")
+    absent = sorted({username(r[person]) for r in rows} - set(accounts))
+    users = tuple((name, "/bin/bash", tuple(sorted(accounts[name]))) for name in sorted(accounts))
+    if how == "group":
+        membership = f"is a member of the group `{value}` (create it if it does not exist)"
+    else:
+        scope = "the rows that select them" if how == "date" else "their rows"
+        membership = (f"is a member of one group per distinct `{groups[0]}` value of "
+                      f"{scope}, named after that value (create groups that do not exist)")
+    sentence = ctx.phrase([
+        f"Create a login account for {which} in {table.phrase} (column `{people[0]}`). The "
+        "username is the name in lower case with every character other than a-z removed; "
+        "each account gets a home directory under /home and the shell /bin/bash, and "
+        f"{membership}. Create no other accounts.",
+        f"Onboard {which} in {table.phrase}: one user per distinct name in `{people[0]}`, "
+        "named by lower-casing it and dropping all characters outside a-z, with a home "
+        f"directory in /home and /bin/bash as shell. Each user {membership}. Nobody else "
+        "gets an account.",
+        f"From {table.phrase}, set up accounts for {which}: username = the `{people[0]}` "
+        "value lower-cased with everything but the letters a-z stripped; home directory "
+        f"/home/USERNAME and shell /bin/bash; the account {membership}. People not selected "
+        "get no account.",
+    ]) + ctx.hint("awk -F, then useradd -m, groupadd and usermod -aG in a loop")
+    solution = (
+        f"awk -F, 'NR > 1 && {condition} {{print ${person + 1} \",\" ${team + 1}}}' "
+        f"{q(table.path)} | while IFS=, read -r name group; do\n"
+        "  user=$(printf '%s' \"$name\" | tr 'A-Z' 'a-z' | tr -cd 'a-z')\n"
+        "  getent group \"$group\" >/dev/null || groupadd \"$group\"\n"
+        "  id -u \"$user\" >/dev/null 2>&1 || useradd -m -s /bin/bash \"$user\"\n"
+        "  usermod -aG \"$group\" \"$user\"\n"
+        "done")
+    checks: list[Check] = [
+        UsersExist(f"the accounts of {which} exist with their groups", users=users),
+        *[PathState(f"/home/{name} exists", path=f"/home/{name}", state="dir")
+          for name, _, _ in users[:5]]]
+    if absent:
+        checks.append(UsersAbsent("nobody else got an account", names=tuple(absent)))
+    return StepResult(
+        output=Accounts(path="/etc/passwd", phrase=f"the accounts of {which} in "
+                        f"{table.phrase}", users=users),
+        instruction=sentence, solution=solution, checks=checks,
+        tools=("awk", "useradd", "groupadd", "usermod"), side_effect=True)

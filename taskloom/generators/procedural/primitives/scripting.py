@@ -1,1 +1,397 @@
-"""scripting primitives (being written)."""
+"""Shell scripting primitives: loops over files, reusable tools, installing scripts.
+
+A batch conversion writes converted copies to a new directory. A tool the agent writes
+is checked by running it: the contract (arguments, output, exit
+codes) is spelled out in the instruction, and the test runs the tool on the step's input
+and on a small file of its own. Its text is the agent's, so the `ToolScript` it produces
+has no lines: text steps cannot take it as input, installing and scheduling can.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass, replace
+
+from taskloom.generators.procedural.artifacts import FileTree, Script, TextFile, TreeFile
+from taskloom.generators.procedural.checks import Check, Modes
+from taskloom.generators.procedural.primitives.base import (
+    NotApplicable,
+    StepContext,
+    StepResult,
+    primitive,
+)
+from taskloom.generators.procedural.world import q
+
+TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9]{2,}")
+TEXT_EXTENSIONS = frozenset(("md", "txt", "html", "css", "js", "svg", "csv", "tsv", "json",
+                             "yaml", "yml", "conf", "py", "sh", "toml", "xml", "log", "sql"))
+FIXTURE = "/tmp/taskloom-tool-check.txt"
+
+
+@dataclass(frozen=True, eq=False)
+class ToolScript(Script):
+    """A script written by the agent to a contract; its text is unknown in advance."""
+
+    sample: tuple[str, ...] = ()  # arguments of a typical run
+    sample_output: str = ""  # what that run prints
+
+
+@dataclass(frozen=True)
+class ToolRuns(Check):
+    """Running a program with arguments gives these outputs and exit codes."""
+
+    program: str = ""
+    cases: tuple[tuple[tuple[str, ...], str | None, int], ...] = ()  # (args, stdout, code)
+    fixture: str = ""  # text written to FIXTURE before the runs ("" writes none)
+    compare: str = "lines"
+
+    def body(self) -> list[str]:
+        """Write the fixture, then run every case and compare output and status."""
+        lines = []
+        if self.fixture:
+            lines.append(f"Path({FIXTURE!r}).write_text({self.fixture!r}, encoding='utf-8')")
+        lines += [
+            f"for args, expected, code in {[list(c) for c in self.cases]!r}:",
+            f"    done = subprocess.run([{self.program!r}, *args], capture_output=True, "
+            "text=True, timeout=30)",
+            "    assert done.returncode == code, (args, done.returncode, done.stderr)",
+            "    if expected is not None:",
+            f"        _same(done.stdout, expected, {self.compare!r})"]
+        return lines
+
+
+@dataclass(frozen=True)
+class SameBytes(Check):
+    """Two files hold the same bytes (both read when the test runs)."""
+
+    original: str = ""
+    copy: str = ""
+
+    def body(self) -> list[str]:
+        """Compare the bytes of the two files."""
+        return [f"assert Path({self.copy!r}).read_bytes() == Path({self.original!r}).read_bytes()"]
+
+
+@dataclass(frozen=True)
+class ConvertedTree(Check):
+    """A directory holds the converted copies, even if a later step renamed or moved them.
+
+    A copy still at its relative path has the new bytes; every new content is somewhere in
+    the tree; no unconverted original content is.
+    """
+
+    root: str = ""
+    files: tuple[tuple[str, str, str], ...] = ()  # (relpath, original sha256, new sha256)
+
+    def body(self) -> list[str]:
+        """Digest every file under the root, then compare by path and by content."""
+        gone = {old for _, old, _ in self.files} - {new for _, _, new in self.files}
+        return [
+            f"root = Path({self.root!r})",
+            "assert root.is_dir(), root",
+            "found = {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() "
+            "for p in root.rglob('*') if p.is_file() and not p.is_symlink()}",
+            f"for rel, old, new in {[list(f) for f in self.files]!r}:",
+            "    if rel in found:",
+            "        assert found[rel] == new, rel",
+            f"gone = set({sorted(gone)!r})",
+            "left = sorted(rel for rel, digest in found.items() if digest in gone)",
+            "assert not left, f'copies left unconverted: {left}'",
+            f"missing = set({sorted({new for _, _, new in self.files})!r}) - set(found.values())",
+            "assert not missing, f'{len(missing)} converted files are missing'"]
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _ext(relpath: str) -> str:
+    name = relpath.rsplit("/", 1)[-1]
+    return name.rsplit(".", 1)[1] if "." in name.lstrip(".") else ""
+
+
+@primitive("script.batch_convert")
+def batch_convert(ctx: StepContext, source) -> StepResult:
+    """Converted copies of every file of one extension, made with a loop.
+
+    The copies go to a new directory: converting in place would change files an earlier
+    step of the task is checked on.
+    """
+    if not isinstance(source, FileTree) or not source.files:
+        raise NotApplicable("needs a directory tree")
+    tree = source
+    hidden = {_ext(f.relpath) for f in tree.files if f.relpath.rsplit("/", 1)[-1][0] == "."}
+    by_ext: dict[str, list[TreeFile]] = {}
+    for item in tree.files:
+        ext = _ext(item.relpath)
+        if ext in TEXT_EXTENSIONS - hidden and item.relpath.rsplit("/", 1)[-1][0] != ".":
+            by_ext.setdefault(ext, []).append(item)
+    if not by_ext:
+        raise NotApplicable("no text files to convert")
+    ext = ctx.rng.choice(sorted(by_ext))
+    kind = ctx.rng.choice(["replace", "header"] + (["crlf"] if ctx.step == 1 else []))
+    targets = by_ext[ext]
+    if kind == "replace":
+        words = sorted({w for f in targets
+                        for w in TOKEN.findall(f.content.decode("utf-8", "replace"))})
+        words = [w for w in words if w.upper() != w]
+        if not words:
+            raise NotApplicable("no word to replace")
+        word = ctx.rng.choice(words)
+        new = word.upper()
+
+        def convert(data: bytes) -> bytes:
+            return data.replace(word.encode(), new.encode())
+
+        what = f"every occurrence of `{word}` replaced with `{new}`"
+        command = f"sed 's/{word}/{new}/g' \"$f\""
+        hint = "find -print0 | while read, sed"
+    elif kind == "header":
+        header = f"# Managed by {ctx.domain.org}; do not edit by hand."
+
+        def convert(data: bytes) -> bytes:
+            return header.encode() + b"\n" + data
+
+        what = (f"the line `{header}` inserted as a new first line (an empty file becomes "
+                "just that line)")
+        command = f"{{ printf '%s\\n' {q(header)}; cat \"$f\"; }}"
+        hint = "find -print0 | while read, printf and cat"
+    else:  # the files came from Windows: make the generated ones CRLF first
+        converted = []
+        for item in targets:
+            crlf = item.content.replace(b"\n", b"\r\n")
+            converted.append(replace(item, content=crlf))
+            ctx.world.add(f"{tree.path}/{item.relpath}", crlf, mode=item.mode,
+                          owner=item.owner, group=item.group, mtime=item.mtime)
+        targets = converted
+
+        def convert(data: bytes) -> bytes:
+            return data.replace(b"\r\n", b"\n")
+
+        what = "Windows line endings (CRLF) turned into Unix ones (LF)"
+        command = "sed 's/\\r$//' \"$f\""
+        hint = "find -print0 | while read, sed 's/\\r$//'"
+    dest = ctx.output_path(f"converted-{ext}", "")
+    result = tuple(TreeFile(f.relpath, convert(f.content), 0o644, None) for f in targets)
+    if all(a.content == b.content for a, b in zip(targets, result, strict=True)):
+        raise NotApplicable("the conversion changes nothing")
+    where = f"every `*.{ext}` file under {tree.phrase} (subfolders included)"
+    sentence = ctx.phrase([
+        f"For {where}, write a converted copy to the new directory {dest} (create it), at "
+        f"the same relative path, with {what}. Do not modify the originals; copy no other "
+        "files.",
+        f"Batch-convert {where} into {dest}: each file goes to the same relative path below "
+        f"{dest} (create the folders), with {what}; the originals stay untouched and other "
+        "file types are not copied.",
+        f"Loop over {where} and save each one under the new directory {dest}, keeping its "
+        f"path relative to {tree.path}, with {what}. Leave the source files as they are and "
+        "copy nothing else.",
+    ]) + ctx.hint(hint)
+    solution = (f"src={q(tree.path)}; dest={q(dest)}\n"
+                f"find \"$src\" -type f -name {q('*.' + ext)} -print0 | "
+                "while IFS= read -r -d '' f; do\n"
+                "  rel=\"${f#\"$src\"/}\"\n"
+                "  mkdir -p \"$dest/$(dirname \"$rel\")\"\n"
+                f"  {command} > \"$dest/$rel\"\n"
+                "done")
+    return StepResult(
+        output=FileTree(path=dest, phrase=f"converted copies of {where}, with {what}",
+                        files=result),
+        instruction=sentence, solution=solution,
+        checks=[ConvertedTree(f"{dest} holds the converted *.{ext} files", root=dest,
+                              files=tuple((a.relpath, _sha(a.content), _sha(b.content))
+                                          for a, b in zip(targets, result, strict=True)))],
+        tools=("find", "bash", "sed"))
+
+
+def _text(lines) -> str:
+    return "".join(line + "\n" for line in lines)
+
+
+def _top(lines: list[str], count: int) -> str:
+    counts = Counter(line for line in lines if line.strip())
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0].encode()))[:count]
+    return _text(f"{n} {line}" for line, n in ranked)
+
+
+TOOLS = {
+    "count": ("count-matches", "WORD FILE", "prints the number of lines of FILE that contain "
+              "WORD (plain text, case-sensitive, not a pattern) as a bare number, `0` when "
+              "there is none"),
+    "match": ("show-matches", "WORD FILE", "prints every line of FILE that contains WORD "
+              "(plain text, case-sensitive, not a pattern) as `LINENO:LINE`, line numbers "
+              "from 1, in file order; nothing when no line matches"),
+    "top": ("top-lines", "N FILE", "prints the N most frequent non-blank lines of FILE as "
+            "`COUNT LINE` (count, one space, the line), highest count first, equal counts "
+            "in byte order of the line; fewer lines when FILE has fewer distinct lines; N "
+            "must be a whole number (digits only), otherwise it is a usage error"),
+    "range": ("line-range", "FIRST LAST FILE", "prints lines FIRST to LAST of FILE (counting "
+              "from 1, both included; stops at the end of the file); FIRST and LAST must be "
+              "positive whole numbers with FIRST <= LAST, otherwise it is a usage error"),
+}
+TOOL_CODE = {
+    "count": ('[ "$#" -eq 2 ] || { echo "usage: $0 WORD FILE" >&2; exit 2; }',
+              '[ -r "$2" ] || { echo "cannot read $2" >&2; exit 1; }',
+              'grep -cF -- "$1" "$2" || true'),
+    "match": ('[ "$#" -eq 2 ] || { echo "usage: $0 WORD FILE" >&2; exit 2; }',
+              '[ -r "$2" ] || { echo "cannot read $2" >&2; exit 1; }',
+              'grep -nF -- "$1" "$2" || true'),
+    "top": ('[ "$#" -eq 2 ] || { echo "usage: $0 N FILE" >&2; exit 2; }',
+            'case "$1" in ""|*[!0-9]*) echo "usage: $0 N FILE" >&2; exit 2;; esac',
+            '[ -r "$2" ] || { echo "cannot read $2" >&2; exit 1; }',
+            "grep -v '^[[:space:]]*$' \"$2\" | LC_ALL=C sort | uniq -c | sed 's/^ *//' | "
+            'LC_ALL=C sort -s -k1,1nr | head -n "$1"'),
+    "range": ('[ "$#" -eq 3 ] || { echo "usage: $0 FIRST LAST FILE" >&2; exit 2; }',
+              'case "$1$2" in *[!0-9]*) echo "usage: $0 FIRST LAST FILE" >&2; exit 2;; esac',
+              '[ "$1" -ge 1 ] && [ "$1" -le "$2" ] || '
+              '{ echo "usage: $0 FIRST LAST FILE" >&2; exit 2; }',
+              '[ -r "$3" ] || { echo "cannot read $3" >&2; exit 1; }',
+              'sed -n "$1,$2p" "$3"'),
+}
+
+
+def _run_tool(kind: str, args: tuple[str, ...], lines: list[str]) -> str:
+    """What the tool prints for these arguments on a file of these lines."""
+    if kind == "count":
+        return f"{sum(args[0] in line for line in lines)}\n"
+    if kind == "match":
+        return _text(f"{n}:{line}" for n, line in enumerate(lines, 1) if args[0] in line)
+    if kind == "top":
+        return _top(lines, int(args[0]))
+    first, last = int(args[0]), int(args[1])
+    return _text(lines[first - 1:last])
+
+
+def _fixture(ctx: StepContext) -> list[str]:
+    """A small file of the tool's own, with repeats and a dot that is not a pattern."""
+    words = ctx.rng.sample(ctx.domain.words, 3)
+    lines = [f"{words[0]} build 1.2 ok", f"{words[1]} build 102 ok", words[2], "",
+             f"{words[0]} build 1.2 ok", words[2], f"  {words[1]} *", words[2]]
+    ctx.rng.shuffle(lines)
+    return lines
+
+
+@primitive("script.write_tool")
+def write_tool(ctx: StepContext, source) -> StepResult:
+    """A small command-line tool with a specified contract, run on the input."""
+    if not isinstance(source, TextFile) or not source.lines:
+        raise NotApplicable("needs a text file with known lines")
+    lines = list(source.lines)
+    kind = ctx.rng.choice(sorted(TOOLS))
+    name, usage, contract = TOOLS[kind]
+    fixture = _fixture(ctx)
+    counts = Counter(t for line in set(lines) for t in set(TOKEN.findall(line)))
+    words = sorted(t for t, n in counts.items() if n < len(set(lines)))
+    if kind in ("count", "match"):
+        if not words:
+            raise NotApplicable("no word occurs in only some lines")
+        word = ctx.rng.choice(words)
+        common = next(line.split()[0] for line in fixture if line.strip())
+        runs = [(word, source.path), ("1.2", FIXTURE), (common, FIXTURE), ("zz-none", FIXTURE)]
+    elif kind == "top":
+        runs = [(str(ctx.rng.randint(2, 5)), source.path), ("2", FIXTURE), ("9", FIXTURE)]
+    else:
+        if len(lines) < 3:
+            raise NotApplicable("too short for a range")
+        first = ctx.rng.randint(1, len(lines) - 1)
+        last = ctx.rng.randint(first, min(len(lines), first + 30))
+        runs = [(str(first), str(last), source.path), ("2", "4", FIXTURE),
+                ("7", "20", FIXTURE)]
+    cases = [(args, _run_tool(kind, args[:-1], fixture if args[-1] == FIXTURE else lines), 0)
+             for args in runs]
+    if kind == "range":
+        cases.append((("4", "2", FIXTURE), "", 2))
+    if kind == "top":
+        cases.append((("many", FIXTURE), "", 2))
+    cases += [((), "", 2), ((*runs[0][:-1], "/nonexistent/input.txt"), "", 1)]
+    out = ctx.output_path(name, "sh")
+    rules = ("On a usage error (a wrong number of arguments, or a number argument that is "
+             "not valid) it prints a usage message to stderr, nothing to stdout, and exits "
+             "with status 2; when FILE cannot be read it prints an error to stderr and exits "
+             "with status 1; otherwise it exits with status 0, and every line it prints ends "
+             "with a newline.")
+    sentence = ctx.phrase([
+        f"Write an executable bash script {out} (with a `#!/bin/bash` line) that takes the "
+        f"arguments `{usage}`: it {contract}. {rules} It must work on any file, for example "
+        f"on {source.phrase}.",
+        f"Create the reusable tool {out}, an executable bash script called with the "
+        f"arguments `{usage}`, which {contract}. {rules} It will be used on files like "
+        f"{source.phrase}.",
+        f"Provide a command-line tool for files such as {source.phrase}: the executable "
+        f"bash script {out} takes the arguments `{usage}` and {contract}. {rules}",
+    ]) + ctx.hint("check $#, then grep -F / sort | uniq -c / sed -n")
+    script = ["#!/bin/bash", *TOOL_CODE[kind]]
+    solution = (f"cat > {q(out)} <<'TASKLOOM_TOOL'\n" + _text(script) + "TASKLOOM_TOOL\n"
+                f"chmod 755 {q(out)}")
+    sample = runs[0]
+    return StepResult(
+        output=ToolScript(path=out, phrase=f"the tool {out} (`{name} {usage}`)", lines=(),
+                          sample=sample, sample_output=cases[0][1] or ""),
+        instruction=sentence, solution=solution,
+        checks=[ToolRuns(f"{out} follows its contract", program=out, cases=tuple(cases),
+                         fixture=_text(fixture),
+                         compare="exact" if ctx.difficulty.strictness == 3 else "lines")],
+        tools=("bash", "grep", "sort", "sed"), side_effect=True)
+
+
+def _command_name(path: str) -> str:
+    stem = path.rsplit("/", 1)[-1].removesuffix(".sh")
+    ascii_stem = unicodedata.normalize("NFKD", stem).encode("ascii", "ignore").decode()
+    name = re.sub(r"[^a-z0-9]+", "-", ascii_stem.lower()).strip("-")
+    if not name:
+        raise NotApplicable("no usable command name")
+    return name
+
+
+def _version_line(lines: tuple[str, ...]) -> str | None:
+    """What a script prints for `--version`, when it says so plainly."""
+    for index, line in enumerate(lines[:-1]):
+        if "--version" in line:
+            found = re.fullmatch(r'\s*echo "([^"$`\\]+)"', lines[index + 1])
+            if found:
+                return found.group(1)
+    return None
+
+
+@primitive("script.make_executable")
+def make_executable(ctx: StepContext, source) -> StepResult:
+    """Install a copy of a script on the PATH."""
+    if not isinstance(source, Script):
+        raise NotApplicable("needs a script")
+    if source.path.startswith("/usr/local/bin/"):
+        raise NotApplicable("already installed")
+    name = _command_name(source.path)
+    dest = f"/usr/local/bin/{name}"
+    shared = ctx.rng.random() < 0.4
+    mode, group = (0o750, "staff") if shared else (0o755, "root")
+    who = (f"owned by root with group `staff` and mode {mode:04o} (only root and the staff "
+           "group may run it)" if shared else f"owned by root:root with mode {mode:04o}")
+    sentence = ctx.phrase([
+        f"Install a copy of {source.phrase} as the command `{name}` in /usr/local/bin, {who}, "
+        "so it runs by name from the PATH; keep its content byte for byte and leave the "
+        "original where it is.",
+        f"Make {source.phrase} available on the PATH: copy it, unchanged, to {dest}, {who}. "
+        "The original file stays in place.",
+        f"Put an exact copy of {source.phrase} on the PATH as {dest} ({who}), without "
+        "removing the original.",
+    ]) + ctx.hint("install -m -o -g")
+    owner = f" -o root -g {group}" if shared else ""
+    solution = f"install -m {mode:04o}{owner} {q(source.path)} {q(dest)}"
+    checks: list[Check] = [
+        Modes(f"{dest} has mode {mode:04o} and its owners", modes=((dest, mode),),
+              owners=((dest, "root", group),)),
+        SameBytes(f"{dest} is a copy of the script", original=source.path, copy=dest)]
+    version = _version_line(source.lines)
+    if isinstance(source, ToolScript) and source.sample:
+        checks.append(ToolRuns(f"`{name}` runs by name", program=name,
+                               cases=((source.sample, source.sample_output, 0),)))
+    elif version:
+        checks.append(ToolRuns(f"`{name} --version` runs by name", program=name,
+                               cases=((("--version",), version + "\n", 0),)))
+    return StepResult(
+        output=replace(source, path=dest, phrase=f"the command `{name}` ({dest})"),
+        instruction=sentence, solution=solution, checks=checks,
+        tools=("install",), side_effect=True)

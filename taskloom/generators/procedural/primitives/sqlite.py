@@ -1,1 +1,448 @@
-"""sqlite primitives (being written)."""
+"""SQLite primitives: load a CSV, aggregate, export, update and delete rows with sqlite3.
+
+Identifiers are always double-quoted (domain columns include SQL keywords such as
+`group`). REAL values are read back through `printf('%.2f', ...)` and ordered by
+`ROUND(..., 2)`, so float noise from SQL arithmetic never reaches an expected value.
+
+Steps that change a database in place (import, update, delete) are side effects, so their
+checks run on the final state even when later steps change the same table. Those checks
+must stay true after such steps: a non-final import checks the columns and value types, a
+delete that its rows are gone, an update (a sample of) the rows it changed; updates carry
+those rows in `EditedDb.pinned` and later edits choose conditions that leave them alone.
+The last step of the chain checks the whole table.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+
+from taskloom.generators.procedural.artifacts import CsvTable, Report, SqliteDb
+from taskloom.generators.procedural.checks import CommandText, FileText
+from taskloom.generators.procedural.primitives.base import (
+    NotApplicable,
+    StepContext,
+    StepResult,
+    primitive,
+)
+from taskloom.generators.procedural.primitives.csvdata import (
+    Field,
+    cents,
+    csv_fields,
+    lines_text,
+    money,
+    names,
+    number,
+    pick_condition,
+)
+from taskloom.generators.procedural.sources import sql_literal
+from taskloom.generators.procedural.world import q
+
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+NEW_LABELS = ("archived", "review", "legacy", "flagged", "on-hold", "closed")
+PIN_SAMPLE = 12  # rows an update pins (and checks) when later steps follow
+
+
+@dataclass(frozen=True, eq=False)
+class EditedDb(SqliteDb):
+    """A database changed in place; rows whose `key` is in `pinned` must stay as they are."""
+
+    key: str = ""
+    pinned: frozenset = frozenset()
+
+
+def ident(name: str) -> str:
+    """A quoted SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _db(source) -> SqliteDb:
+    if not isinstance(source, SqliteDb) or len(source.rows) < 3 or not source.table:
+        raise NotApplicable("needs an SQLite table with at least three rows")
+    return source
+
+
+def db_fields(db: SqliteDb) -> list[Field]:
+    """The columns of the table with their kinds."""
+    kinds = {"INTEGER": "int", "REAL": "decimal"}
+    return [Field(name, kinds.get(kind, "text"), tuple(row[i] for row in db.rows))
+            for i, (name, kind) in enumerate(db.columns)]
+
+
+def _where(db: SqliteDb) -> str:
+    return f"the `{db.table}` table of the SQLite database `{db.path}`"
+
+
+def _value_expr(name: str, kind: str) -> str:
+    """How a column is selected for output (REAL with exactly two decimals)."""
+    return f"printf('%.2f', {ident(name)})" if kind == "REAL" else ident(name)
+
+
+def _cell(value, kind: str) -> str:
+    """A value as the `_value_expr` output prints it."""
+    return money(cents(value)) if kind == "REAL" else str(value)
+
+
+def _key(db: SqliteDb) -> int | None:
+    """Index of the column that identifies rows, or None.
+
+    That is the column an earlier edit used, else the first TEXT or INTEGER column whose
+    values are all different.
+    """
+    if isinstance(db, EditedDb) and db.key:
+        return [name for name, _ in db.columns].index(db.key)
+    for index, (_, kind) in enumerate(db.columns):
+        values = [row[index] for row in db.rows]
+        if kind in ("TEXT", "INTEGER") and len(set(values)) == len(values):
+            return index
+    return None
+
+
+def _script(options: str, path: str, sql: str, out: str = "") -> str:
+    """A sqlite3 call reading `sql` from a here-document (no shell quoting inside SQL)."""
+    target = f" > {q(out)}" if out else ""
+    return f"sqlite3{options} {q(path)}{target} <<'SQL'\n{sql}\nSQL"
+
+
+def _sqlite(path: str, query: str) -> tuple[str, ...]:
+    return ("sqlite3", "-batch", "-list", "-noheader", path, query)
+
+
+def _dump(db: SqliteDb, rows, label: str, compare, keys=None) -> CommandText:
+    """A check that the table (or the rows with these keys) holds exactly `rows`."""
+    key = _key(db)
+    exprs = ", ".join(_value_expr(name, kind) for name, kind in db.columns)
+    if key is not None:
+        order = ident(db.columns[key][0])
+        ordered = sorted(rows, key=lambda r: r[key])
+    else:
+        order = ", ".join(ident(name) for name, _ in db.columns)
+        ordered = sorted(rows)
+    where = ""
+    if keys is not None:
+        where = (f" WHERE {ident(db.columns[key][0])} IN "
+                 f"({', '.join(sql_literal(k) for k in sorted(keys))})")
+    query = f"SELECT {exprs} FROM {ident(db.table)}{where} ORDER BY {order}"
+    lines = ["|".join(_cell(v, kind) for v, (_, kind) in zip(row, db.columns, strict=True))
+             for row in ordered]
+    return CommandText(label, argv=_sqlite(db.path, query), expected=lines_text(lines),
+                       compare=compare)
+
+
+@primitive("sqlite.import_csv")
+def import_csv(ctx: StepContext, source) -> StepResult:
+    """Create a typed table from a CSV file."""
+    if not isinstance(source, CsvTable) or len(source.rows) < 3 or len(source.header) < 2:
+        raise NotApplicable("needs a CSV table with at least three rows")
+    if not all(IDENTIFIER.match(name) for name in source.header):
+        raise NotApplicable("column names are not plain identifiers")
+    fields = csv_fields(source)
+    types = {"int": "INTEGER", "decimal": "REAL"}
+    columns = tuple((f.name, types.get(f.kind, "TEXT")) for f in fields)
+    convert = {"INTEGER": int, "REAL": float, "TEXT": str}
+    rows = tuple(tuple(convert[kind](value) for value, (_, kind) in zip(row, columns,
+                                                                        strict=True))
+                 for row in source.rows)
+    domain_columns = {c.name for c in ctx.domain.columns}
+    table = ctx.domain.table if set(source.header) <= domain_columns else "records"
+    out = ctx.output_path(ctx.domain.name, "db")
+    schema = ", ".join(f"`{name}` {kind}" for name, kind in columns)
+    sentence = ctx.phrase([
+        f"Create a new SQLite database `{out}` with a table `{table}` whose columns are "
+        f"{schema} (in this order), and load into it every data row (not the header) of "
+        f"{source.phrase}.",
+        f"Create the SQLite database `{out}` holding a table `{table}` ({schema}, in that "
+        f"order) with one row per data row of {source.phrase}; the CSV header is not data.",
+        f"Build the SQLite database `{out}`: create the table `{table}` with the typed "
+        f"columns {schema}, then insert into it every row except the header of "
+        f"{source.phrase}.",
+    ]) + ctx.hint("sqlite3 with CREATE TABLE, then .import --csv")
+    create = (f"CREATE TABLE {ident(table)} ("
+              + ", ".join(f"{ident(name)} {kind}" for name, kind in columns) + ");")
+    db = SqliteDb(path=out, phrase=f"the `{table}` table of the SQLite database `{out}`",
+                  table=table, columns=columns, rows=rows)
+    typeof = " || ' ' || ".join(f"typeof({ident(name)})" for name, _ in columns)
+    checks = [
+        CommandText(f"`{out}` has the table {table} with its columns",
+                    argv=_sqlite(out, f"SELECT group_concat(name, ' ') FROM "
+                                      f"pragma_table_info('{table}')"),
+                    expected=" ".join(name for name, _ in columns) + "\n", compare="lines"),
+        CommandText(f"the columns of {table} hold typed values",
+                    argv=_sqlite(out, f"SELECT DISTINCT {typeof} FROM {ident(table)}"),
+                    expected=" ".join(kind.lower() for _, kind in columns) + "\n",
+                    compare="lines"),
+    ]
+    if ctx.final:
+        checks.append(_dump(db, rows, f"{table} holds the rows of the CSV",
+                            ctx.compare()))
+    return StepResult(
+        output=db, instruction=sentence,
+        solution=(_script("", out, create) + "\n"
+                  f"tail -n +2 {q(source.path)} | sqlite3 {q(out)} "
+                  f"{q(f'.import --csv /dev/stdin {table}')}"),
+        checks=checks, tools=("sqlite3",), side_effect=True)
+
+
+AGGREGATES = {"SUM": "total", "MAX": "largest", "MIN": "smallest", "COUNT": "number of rows"}
+
+
+@primitive("sqlite.group_by")
+def group_by(ctx: StepContext, source) -> StepResult:
+    """Query an aggregate per group of a table."""
+    db = _db(source)
+    fields = db_fields(db)
+    kinds = dict(db.columns)
+    groups = [f for f in fields if f.categorical()]
+    numeric = [f for f in fields if f.numeric]
+    if not groups:
+        raise NotApplicable("no column to group by")
+    group = ctx.rng.choice(groups)
+    function = ctx.rng.choice(("SUM", "SUM", "MAX", "MIN")) if numeric else "COUNT"
+    if function != "COUNT" and ctx.rng.random() < 0.15:
+        function = "COUNT"
+    field = ctx.rng.choice(numeric) if function != "COUNT" else None
+    buckets: dict[str, list] = defaultdict(list)
+    for index, key in enumerate(group.values):
+        buckets[key].append(field.values[index] if field else 1)
+    results: dict[str, int] = {}  # cents for REAL, units otherwise
+    real = field is not None and kinds[field.name] == "REAL"
+    for key, values in buckets.items():
+        amounts = [cents(v) if real else int(v) for v in values]
+        results[key] = {"SUM": sum, "MAX": max, "MIN": min, "COUNT": len}[function](amounts)
+    by_value = ctx.rng.random() < 0.4
+    if by_value:
+        ranked = sorted(results.items(), key=lambda item: (-item[1], item[0]))
+    else:
+        ranked = sorted(results.items())
+    lines = tuple(f"{key}|{money(value) if real else value}" for key, value in ranked)
+    what = (f"{AGGREGATES[function]} `{field.name}`" if field else "number of rows")
+    fmt = ("with exactly two decimals" if real else "as a whole number")
+    if by_value:
+        order = (f"ordered by the {AGGREGATES[function]} value, highest first, ties by "
+                 f"`{group.name}` in byte order")
+    else:
+        order = f"ordered by `{group.name}` in byte order"
+    out = ctx.output_path(f"{function.lower()}-per-{group.name}", "txt")
+    sentence = ctx.phrase([
+        f"Query {_where(db)} for the {what} per `{group.name}` and write the result to "
+        f"`{out}`: one line per `{group.name}` value, formatted `VALUE|RESULT` (sqlite3's "
+        f"default list output), the result {fmt}, {order}.",
+        f"Write to `{out}` the {what} for each `{group.name}` of {_where(db)}: one "
+        f"`VALUE|RESULT` line per group (the `{group.name}`, a `|`, then the result), the "
+        f"result {fmt}, {order}.",
+        f"Aggregate {_where(db)} by `{group.name}` and save the {what} of each group to "
+        f"`{out}` as `VALUE|RESULT` lines (the result {fmt}), {order}.",
+    ]) + ctx.hint("sqlite3 with GROUP BY and ORDER BY")
+    column = ident(group.name)
+    if field:
+        raw = f"{function}({ident(field.name)})"
+        shown = f"printf('%.2f', {raw})" if real else raw
+        ranking = f"ROUND({raw}, 2)" if real else raw
+    else:
+        raw = shown = ranking = "COUNT(*)"
+    order_by = f"{ranking} DESC, {column}" if by_value else column
+    query = (f"SELECT {column}, {shown} FROM {ident(db.table)} GROUP BY {column} "
+             f"ORDER BY {order_by};")
+    return StepResult(
+        output=Report(path=out, phrase=f"the {what} per `{group.name}` in {_where(db)} "
+                      f"(`VALUE|RESULT` lines, the result {fmt}, {order})", lines=lines),
+        instruction=sentence,
+        solution=_script("", db.path, query, out),
+        checks=[FileText(f"`{out}` holds the {what} per {group.name}", path=out,
+                         expected=lines_text(lines),
+                         compare=ctx.compare(order_matters=by_value))],
+        tools=("sqlite3",))
+
+
+@primitive("sqlite.export_csv")
+def export_csv(ctx: StepContext, source) -> StepResult:
+    """Write the rows a query selects as CSV with a header."""
+    db = _db(source)
+    fields = db_fields(db)
+    kinds = dict(db.columns)
+    condition, chosen = pick_condition(ctx, fields)
+    key = _key(db)
+    count = len(db.columns)
+    picked = set(ctx.rng.sample(range(count), ctx.rng.randint(min(2, count), count)))
+    if key is not None:
+        picked.add(key)
+    selected = sorted(picked)
+    sortable = [f for f in fields if f.numeric or f.distinct() >= 2]
+    by = ctx.rng.choice(sortable)
+    descending = by.numeric and ctx.rng.random() < 0.7
+    by_index = [name for name, _ in db.columns].index(by.name)
+
+    def tie(row):
+        return (row[key],) if key is not None else tuple(row[i] for i in selected)
+
+    rows = [db.rows[i] for i in chosen]
+    if by.numeric:
+        rows.sort(key=lambda r: (-number(r[by_index]) if descending else number(r[by_index]),
+                                 tie(r)))
+    else:
+        rows.sort(key=lambda r: (r[by_index], tie(r)))
+    header = tuple(db.columns[i][0] for i in selected)
+    text_rows = tuple(tuple(_cell(row[i], db.columns[i][1]) for i in selected) for row in rows)
+    reals = [db.columns[i][0] for i in selected if db.columns[i][1] == "REAL"]
+    fmt = (f", {names(reals)} written with exactly two decimals" if reals else "")
+    direction = ("largest first" if descending else "smallest first") if by.numeric \
+        else "ascending in byte order"
+    if key is not None and by_index == key:
+        tie_words = ""
+    elif key is not None:
+        tie_words = f", ties by `{db.columns[key][0]}` ascending"
+    else:
+        tie_words = ", ties by the selected columns in order, ascending"
+    order = f"rows ordered by `{by.name}`, {direction}{tie_words}"
+    out = ctx.output_path("export", "csv")
+    sentence = ctx.phrase([
+        f"Export the rows of {_where(db)} whose {condition.words()} to the CSV file `{out}`: "
+        f"the columns {names(header)} in that order, a header row with those names, values "
+        f"separated by commas without quotes{fmt}; {order}.",
+        f"Write `{out}` as CSV with a header row and the columns {names(header)} (in this "
+        f"order), holding the rows of {_where(db)} where {condition.words()}; values "
+        f"unquoted{fmt}; {order}.",
+        f"Select from {_where(db)} the rows whose {condition.words()} and save the columns "
+        f"{names(header)} (this order, header line first, comma-separated, unquoted{fmt}) "
+        f"to `{out}`, {order}.",
+    ]) + ctx.hint("sqlite3 -header -separator ,")
+
+    def ordering(name: str) -> str:
+        return f"ROUND({ident(name)}, 2)" if kinds[name] == "REAL" else ident(name)
+
+    ties = [db.columns[key][0]] if key is not None else list(header)
+    order_by = ", ".join([f"{ordering(by.name)}{' DESC' if descending else ''}"] +
+                         [ordering(name) for name in ties if name != by.name])
+    exprs = ", ".join(f"{_value_expr(name, kinds[name])} AS {ident(name)}"
+                      if kinds[name] == "REAL" else ident(name) for name in header)
+    query = (f"SELECT {exprs} FROM {ident(db.table)} WHERE {condition.sql()} "
+             f"ORDER BY {order_by};")
+    numeric = tuple(name for name in header if kinds[name] in ("INTEGER", "REAL"))
+    output = CsvTable(path=out, phrase=f"the rows of {_where(db)} whose {condition.words()}"
+                      f" (as CSV with the columns {names(header)}{fmt}; {order})",
+                      header=header, rows=text_rows, numeric=numeric)
+    return StepResult(
+        output=output, instruction=sentence,
+        solution=_script(" -header -separator ,", db.path, query, out),
+        checks=[FileText(f"`{out}` holds the exported rows", path=out, expected=output.text(),
+                         compare=ctx.compare(order_matters=True))],
+        tools=("sqlite3",))
+
+
+def _editable(db: SqliteDb) -> tuple[int, frozenset, set[int]]:
+    """The key column, the pinned keys and the row indexes later edits must avoid."""
+    key = _key(db)
+    if key is None:
+        raise NotApplicable("no column identifies the rows")
+    pinned = db.pinned if isinstance(db, EditedDb) else frozenset()
+    avoid = {i for i, row in enumerate(db.rows) if row[key] in pinned}
+    return key, pinned, avoid
+
+
+@primitive("sqlite.update_rows")
+def update_rows(ctx: StepContext, source) -> StepResult:
+    """Apply an UPDATE to the rows matching a condition."""
+    db = _db(source)
+    key, pinned, avoid = _editable(db)
+    fields = db_fields(db)
+    key_name = db.columns[key][0]
+    targets = [f for f in fields if f.name != key_name and (f.numeric or f.categorical())]
+    ctx.rng.shuffle(targets)
+    for target in targets:
+        try:
+            condition, chosen = pick_condition(ctx, fields, exclude=(target.name,),
+                                               avoid=frozenset(avoid))
+        except NotApplicable:
+            continue
+        break
+    else:
+        raise NotApplicable("no column and condition to update")
+    index = [name for name, _ in db.columns].index(target.name)
+    kind = db.columns[index][1]
+    if target.numeric:
+        step = ctx.rng.choice((5, 10, 20, 25, 50))
+        change = f"{ident(target.name)} + {step}"
+        words = f"add {step} to `{target.name}`"
+        if kind == "REAL":
+            def new(value):
+                return float(money(cents(value) + step * 100))
+        else:
+            def new(value):
+                return value + step
+    else:
+        labels = [v for v in NEW_LABELS if v not in target.values]
+        if not labels:
+            raise NotApplicable("every replacement label is already in use")
+        label = ctx.rng.choice(labels)
+        change = sql_literal(label)
+        words = f"set `{target.name}` to `{label}`"
+
+        def new(value):
+            return label
+    chosen_set = set(chosen)
+    rows = tuple(tuple(new(v) if i == index and r in chosen_set else v
+                       for i, v in enumerate(row)) for r, row in enumerate(db.rows))
+    sentence = ctx.phrase([
+        f"In {_where(db)}, {words} for every row whose {condition.words()}; leave all "
+        "other rows and columns unchanged.",
+        f"Update {_where(db)} in place: for the rows where {condition.words()}, {words}. "
+        "Nothing else in the table may change.",
+        f"Apply a correction to {_where(db)}: {words} in each row whose "
+        f"{condition.words()} (only those rows; other values stay as they are).",
+    ]) + ctx.hint("sqlite3 with UPDATE ... SET ... WHERE")
+    statement = (f"UPDATE {ident(db.table)} SET {ident(target.name)} = {change} "
+                 f"WHERE {condition.sql()};")
+    changed_keys = [db.rows[i][key] for i in chosen]
+    sample = frozenset(ctx.rng.sample(changed_keys, min(PIN_SAMPLE, len(changed_keys))))
+    output = EditedDb(path=db.path, phrase=_where(db), table=db.table, columns=db.columns,
+                      rows=rows, key=key_name, pinned=pinned | sample)
+    if ctx.final:
+        checks = [_dump(output, rows, f"{db.table} holds the updated rows", ctx.compare())]
+    else:
+        kept = [row for row in rows if row[key] in sample]
+        checks = [_dump(output, kept, f"the rows of {db.table} whose {condition.words()} "
+                        "are updated", ctx.compare(), keys=sample)]
+    return StepResult(output=output, instruction=sentence,
+                      solution=_script("", db.path, statement), checks=checks,
+                      tools=("sqlite3",), side_effect=True)
+
+
+@primitive("sqlite.delete_rows")
+def delete_rows(ctx: StepContext, source) -> StepResult:
+    """Delete the rows matching a condition."""
+    db = _db(source)
+    key, pinned, avoid = _editable(db)
+    fields = db_fields(db)
+    for _ in range(4):  # leave enough rows for the steps that may follow
+        condition, chosen = pick_condition(ctx, fields, avoid=frozenset(avoid))
+        if len(db.rows) - len(chosen) >= 3:
+            break
+    else:
+        raise NotApplicable("every condition found would delete almost all rows")
+    gone = set(chosen)
+    rows = tuple(row for i, row in enumerate(db.rows) if i not in gone)
+    sentence = ctx.phrase([
+        f"Delete from {_where(db)} every row whose {condition.words()}; keep all other rows "
+        "as they are.",
+        f"Remove the rows of {_where(db)} where {condition.words()} (in place; the other "
+        "rows must not change).",
+        f"Clean up {_where(db)}: rows whose {condition.words()} must be deleted, every other "
+        "row kept unchanged.",
+    ]) + ctx.hint("sqlite3 with DELETE FROM ... WHERE")
+    statement = f"DELETE FROM {ident(db.table)} WHERE {condition.sql()};"
+    key_name = db.columns[key][0]
+    output = EditedDb(path=db.path, phrase=_where(db), table=db.table, columns=db.columns,
+                      rows=rows, key=key_name, pinned=pinned)
+    if ctx.final:
+        checks = [_dump(output, rows, f"{db.table} lost exactly the rows whose "
+                        f"{condition.words()}", ctx.compare())]
+    else:
+        deleted = sorted(db.rows[i][key] for i in chosen)[:20]
+        query = (f"SELECT count(*) FROM {ident(db.table)} WHERE {ident(key_name)} IN "
+                 f"({', '.join(sql_literal(k) for k in deleted)})")
+        checks = [CommandText(f"the rows of {db.table} whose {condition.words()} are gone",
+                              argv=_sqlite(db.path, query), expected="0\n", compare="lines")]
+    return StepResult(output=output, instruction=sentence,
+                      solution=_script("", db.path, statement), checks=checks,
+                      tools=("sqlite3",), side_effect=True)
