@@ -47,4 +47,6 @@ spec="."
 
 say "building the base image (first time: about a minute)"
 as_root .venv/bin/taskloom base-image build
+say "exporting it for the daemonless bwrap runtime"
+as_root .venv/bin/taskloom base-image export
 say "ready: .venv/bin/taskloom doctor"

@@ -383,6 +383,31 @@ def base_image_build(
         raise _fail(exc) from exc
 
 
+@base_image_app.command("export")
+def base_image_export(
+    source: Annotated[str, typer.Option("--from", help="docker: export the built image "
+                                                       "(~3 s); debootstrap: build from Debian "
+                                                       "packages, no Docker needed (~1 min).")
+                      ] = "docker",
+    force: Annotated[bool, typer.Option(help="Redo an existing export.")] = False,
+) -> None:
+    """Unpack the base image into a folder for the daemonless bwrap runtime (as root)."""
+    from taskloom.sandbox import rootfs
+
+    try:
+        if source == "docker":
+            from taskloom.sandbox.docker_runtime import docker_client
+
+            found = rootfs.export_from_docker(docker_client(), force=force)
+        elif source == "debootstrap":
+            found = rootfs.build_with_debootstrap(force=force)
+        else:
+            raise typer.BadParameter("--from is docker or debootstrap")
+    except TaskloomError as exc:
+        raise _fail(exc) from exc
+    out.print(f"{found.image}: {found.path} ({found.source}, made {found.created})")
+
+
 @base_image_app.command("show")
 def base_image_show() -> None:
     """Print the base image name, version and toolbox packages."""

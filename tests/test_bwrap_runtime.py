@@ -346,7 +346,7 @@ def test_doctor_says_how_to_export_a_missing_root_filesystem(tmp_path):
     reasons = bwrap_module.unavailable_reasons(tmp_path)
     assert [reason for reason, _ in reasons] == [
         f"the root filesystem of {BASE_IMAGE} is not exported yet"]
-    assert "-m taskloom.sandbox.rootfs" in reasons[0][1]
+    assert "taskloom base-image export" in reasons[0][1]
 
 
 def test_rootfs_export_from_docker(tmp_path):

@@ -17,12 +17,21 @@ ROOT = Path(__file__).resolve().parents[1]
 TASKLOOM = [sys.executable, "-m", "taskloom.cli"]
 
 
-def sandboxes() -> list[str]:
-    listing = subprocess.run(["docker", "ps", "-aq", "--filter", "label=taskloom.sandbox"],
-                             capture_output=True, text=True, check=True)
-    images = subprocess.run(["docker", "images", "-q", "--filter", "label=taskloom.sandbox"],
-                            capture_output=True, text=True, check=True)
-    return listing.stdout.split() + images.stdout.split()
+def sandboxes(owner_pid: int | None = None) -> list[str]:
+    """Containers and images taskloom labelled (of one owner process when given)."""
+    label = "label=taskloom.sandbox"
+    listing = subprocess.run(["docker", "ps", "-aq", "--filter", label], capture_output=True,
+                             text=True, check=True).stdout.split()
+    images = subprocess.run(["docker", "images", "-q", "--filter", label],
+                            capture_output=True, text=True, check=True).stdout.split()
+    found = listing + images
+    if owner_pid is None:
+        return found
+    owners = subprocess.run(["docker", "inspect", "-f", '{{index .Config.Labels '
+                             '"taskloom.owner"}}', *found], capture_output=True,
+                            text=True).stdout.split() if found else []
+    return [item for item, owner in zip(found, owners, strict=False)
+            if owner.endswith(f":{owner_pid}")]
 
 
 def test_validate_reports_and_exit_codes(tmp_path):
@@ -60,19 +69,18 @@ def test_ctrl_c_leaves_nothing_behind(tmp_path):
     for i in range(4):
         make_task(tmp_path / "set", f"hang-{i}", solve="#!/bin/bash\nsleep 600\n",
                   agent_timeout=300.0)
-    before = set(sandboxes())
     process = subprocess.Popen([*TASKLOOM, "validate", str(tmp_path / "set"), "-w", "2",
                                 "--report", str(tmp_path / "r.json")],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and len(set(sandboxes()) - before) < 2:
+    while time.monotonic() < deadline and len(sandboxes(process.pid)) < 2:
         time.sleep(0.2)
-    assert len(set(sandboxes()) - before) >= 2, "validation never started its sandboxes"
+    assert len(sandboxes(process.pid)) >= 2, "validation never started its sandboxes"
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 130
     assert "interrupted" in stderr
-    assert set(sandboxes()) - before == set()
+    assert sandboxes(process.pid) == []
 
 
 def test_doctor_reports_engine_and_image():

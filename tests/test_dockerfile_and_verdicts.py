@@ -7,7 +7,7 @@ import pytest
 from taskloom.models import Check, ReasonCode, TaskFile
 from taskloom.sandbox.dockerfile import Unemulable, emulate, parse
 from taskloom.sandbox.driver import Capture, parse_reward
-from taskloom.sandbox.trial import CommandResult, PhaseResult, TrialResult, SetupResult
+from taskloom.sandbox.trial import CommandResult, PhaseResult, SetupResult, TrialResult
 from taskloom.validators.solvability import phase_verdicts, solution_steps, without_step
 
 CONTEXT = (TaskFile(path="Dockerfile", content=b"FROM x\n"),

@@ -51,8 +51,11 @@ def test_every_primitive_validates_in_the_sandbox(docker_runtime):
             jobs.append(lambda d=draft: validate_task(d.task, docker_runtime, config,
                                                       expected_values=d.expected_values))
     rejected = [r for r in validate_all(jobs, docker_runtime, workers=2) if not r.accepted]
-    assert not rejected, "\n".join(f"{r.task}: {[(v.check, v.details) for v in r.verdicts if not v.passed]}"
-                                   for r in rejected)
+    assert not rejected, "\n".join(describe(r) for r in rejected)
+
+
+def describe(report) -> str:
+    return f"{report.task}: {[(v.check, v.details) for v in report.verdicts if not v.passed]}"
 
 
 def folder_bytes(folder: Path) -> dict[str, bytes]:
@@ -96,5 +99,4 @@ def test_chained_paths_validate(docker_runtime):
             break
     assert len(jobs) >= 0.6 * len(successors), "too few primitives chain into a successor"
     rejected = [r for r in validate_all(jobs, docker_runtime, workers=2) if not r.accepted]
-    assert not rejected, "\n".join(f"{r.task}: {[(v.check, v.details) for v in r.verdicts if not v.passed]}"
-                                   for r in rejected)
+    assert not rejected, "\n".join(describe(r) for r in rejected)

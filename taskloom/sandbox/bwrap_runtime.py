@@ -42,16 +42,9 @@ from pathlib import Path
 
 from taskloom.errors import SandboxError, SandboxUnavailable
 from taskloom.sandbox import base_image, cgroups, dockerfile, mounts, rootfs, seccomp
-from taskloom.sandbox.docker_runtime import (
-    DRIVER_SOURCE,
-    KEPT_CAPABILITIES,
-    PIDS_LIMIT,
-    _decode_files,
-    _parse_driver_output,
-    _step_json,
-    _whole_trial_failure,
-)
+from taskloom.sandbox.docker_runtime import DRIVER_SOURCE, KEPT_CAPABILITIES, PIDS_LIMIT
 from taskloom.sandbox.driver import RESULT_MARKER
+from taskloom.sandbox.driver_plan import driver_plan, parse_driver_output, sandbox_died
 from taskloom.sandbox.trial import (
     CommandResult,
     EnvironmentSpec,
@@ -277,8 +270,8 @@ class BwrapRuntime:
                lowers: list[Path], *, setup: bool, phases: list[Phase], scan_leaks: bool,
                timeout: float, keep_upper: bool = False) -> dict:
         """Run the driver once in a new sandbox and parse what it reports."""
-        driver_plan = _driver_plan(plan, spec, phases=phases, setup=setup,
-                                   scan_leaks=scan_leaks)
+        document = driver_plan(plan, phases, setup=setup, scan_leaks=scan_leaks,
+                               fresh_since="/.taskloom/driver.py", spec=spec)
         with _Sandbox(self, directory, lowers, spec, keep_upper=keep_upper) as sandbox:
             private = sandbox.root / ".taskloom"
             private.mkdir(mode=0o700)
@@ -286,14 +279,14 @@ class BwrapRuntime:
             # files setup made (newer) from those of the image (older), as /.dockerenv does
             # in a container.
             (private / "driver.py").write_bytes(self._driver)
-            (private / "plan.json").write_text(json.dumps(driver_plan))
+            (private / "plan.json").write_text(json.dumps(document))
             output, exit_code, timed_out = sandbox.run(timeout)
             oom = sandbox.cgroup.oom_killed()
         if self._closed:
             raise SandboxError("the runtime was closed (interrupted); no new sandboxes")
         _, marker, tail = output.rpartition(RESULT_MARKER)
         if marker:
-            return _parse_driver_output(json.loads(tail))
+            return parse_driver_output(json.loads(tail))
         why = ("ran past its overall deadline" if timed_out
                else "ran out of memory" if oom else None)
         if why is None:
@@ -302,7 +295,7 @@ class BwrapRuntime:
                                fix="check `taskloom doctor`; the root filesystem needs "
                                    "python3 >= 3.9 (re-export it with --force)")
         if setup:
-            return _whole_trial_failure(phases, why, output)
+            return sandbox_died(why, output)
         log = f"the sandbox {why}\n{output[-4000:]}"
         return {"phases": [PhaseResult(
             name=phases[0].name, reward_error=f"the sandbox {why} before the tests finished",
@@ -487,32 +480,6 @@ def _refused(why: str) -> SetupResult:
     log = f"{why}: strict mode needs Docker; validate this task with --runtime docker"
     return SetupResult(ok=False, log=log,
                        command=CommandResult(exit_code=1, timed_out=False, seconds=0.0, log=log))
-
-
-def _driver_plan(plan: TrialPlan, spec: EnvironmentSpec, *, phases: list[Phase],
-                 setup: bool, scan_leaks: bool) -> dict:
-    """plan.json for one driver run: setup and/or phases, as the Docker runtime writes it."""
-    keys = {phase.solution for phase in phases if phase.solution in plan.solutions}
-    return {
-        "setup": [_step_json(step) for step in spec.steps] if setup else [],
-        "setup_timeout": spec.build_timeout_sec,
-        "env": spec.env,
-        "workdir": spec.workdir or "/",
-        "agent_user": plan.agent_user or spec.user,
-        "verifier_user": plan.verifier_user or spec.user,
-        "solution_env": plan.solution_env,
-        "verifier_env": plan.verifier_env,
-        "tests": _decode_files(plan.tests) if phases else [],
-        "solutions": {key: _decode_files(plan.solutions[key]) for key in keys},
-        "phases": [{"name": p.name, "solution": p.solution} for p in phases],
-        "solution_timeout": plan.solution_timeout,
-        "tests_timeout": plan.tests_timeout,
-        "log_limit": plan.log_limit,
-        "leak_fingerprints": [f.model_dump() for f in plan.leak_fingerprints]
-        if scan_leaks else [],
-        "fresh_since": "/.taskloom/driver.py",
-        "probe_ctime": True,
-    }
 
 
 def _process_name(pid: int) -> str | None:

@@ -32,6 +32,7 @@ from pathlib import Path
 from taskloom.errors import SandboxError, SandboxUnavailable
 from taskloom.sandbox import base_image
 from taskloom.sandbox.driver import RESULT_MARKER, Capture, parse_reward
+from taskloom.sandbox.driver_plan import driver_plan, parse_driver_output, sandbox_died
 from taskloom.sandbox.trial import (
     CommandResult,
     Leak,
@@ -90,13 +91,6 @@ def _tar(members: dict[str, tuple[bytes, int]]) -> bytes:
             info.mtime = int(time.time())
             archive.addfile(info, io.BytesIO(data))
     return buffer.getvalue()
-
-
-def _decode_files(files) -> list[dict]:
-    import base64
-
-    return [{"path": f.path, "mode": f.mode, "data": base64.b64encode(f.content).decode()}
-            for f in files]
 
 
 class DockerRuntime:
@@ -221,28 +215,10 @@ class DockerRuntime:
     def _drive(self, plan: TrialPlan, phases: list[Phase], *, scan_leaks: bool) -> dict:
         """Run the driver once in a new container and parse what it reports."""
         spec = plan.environment
-        driver_plan = {
-            "setup": [_step_json(step) for step in spec.steps],
-            "setup_timeout": spec.build_timeout_sec,
-            "env": spec.env,
-            "workdir": spec.workdir or "/",
-            "agent_user": plan.agent_user or spec.user,
-            "verifier_user": plan.verifier_user or spec.user,
-            "solution_env": plan.solution_env,
-            "verifier_env": plan.verifier_env,
-            "tests": _decode_files(plan.tests),
-            "solutions": {key: _decode_files(files) for key, files in plan.solutions.items()},
-            "phases": [{"name": p.name, "solution": p.solution} for p in phases],
-            "solution_timeout": plan.solution_timeout,
-            "tests_timeout": plan.tests_timeout,
-            "log_limit": plan.log_limit,
-            "leak_fingerprints": [f.model_dump() for f in plan.leak_fingerprints]
-            if scan_leaks else [],
-            "fresh_since": "/.dockerenv",
-        }
+        document = driver_plan(plan, phases, scan_leaks=scan_leaks, fresh_since="/.dockerenv")
         payload = _tar({
             ".taskloom/driver.py": (DRIVER_SOURCE.read_bytes(), 0o600),
-            ".taskloom/plan.json": (json.dumps(driver_plan).encode(), 0o600),
+            ".taskloom/plan.json": (json.dumps(document).encode(), 0o600),
         })
         deadline = (spec.build_timeout_sec + 30.0 + len(phases) *
                     (plan.solution_timeout + plan.tests_timeout + 5.0))
@@ -262,12 +238,12 @@ class DockerRuntime:
             if timed_out or state.get("OOMKilled"):
                 why = ("ran past its overall deadline" if timed_out
                        else "ran out of memory")
-                return _whole_trial_failure(phases, why, logs)
+                return sandbox_died(why, logs)
             raise SandboxError(f"the trial driver in {spec.image} exited with code "
                                f"{exit_code} without a result:\n{logs[-2000:]}",
                                fix="fast mode needs python3 >= 3.9 in the image (the "
                                    "taskloom base image has it); use --mode strict otherwise")
-        return _parse_driver_output(json.loads(tail))
+        return parse_driver_output(json.loads(tail))
 
     def _wait(self, container_id: str, deadline: float) -> tuple[int, bool]:
         import requests
@@ -464,41 +440,6 @@ def _image_fix(image: str) -> str:
     if base_image.is_base_image(image):
         return "build it: `taskloom base-image build`"
     return f"pull or build {image} first (no registry is used during validation)"
-
-
-def _step_json(step) -> dict:
-    data = step.model_dump(mode="python")
-    data["argv"] = list(step.argv)
-    data["sources"] = [{"name": s.name, "dir": s.is_dir, "files": _decode_files(s.files)}
-                       for s in step.sources]
-    return data
-
-
-def _command(data: dict | None) -> CommandResult | None:
-    if data is None:
-        return None
-    return CommandResult(exit_code=data["exit_code"], timed_out=data["timed_out"],
-                         seconds=data["seconds"], log=data["log"])
-
-
-def _parse_driver_output(data: dict) -> dict:
-    raw_setup = data["setup"]
-    setup = SetupResult(ok=raw_setup["ok"], step=raw_setup.get("step"),
-                        command=None if raw_setup["ok"] else _command(raw_setup),
-                        seconds=raw_setup["seconds"], log=raw_setup["log"])
-    phases = [PhaseResult(name=p["name"], solution=_command(p["solution"]),
-                          tests=_command(p["tests"]), reward=p["reward"],
-                          reward_error=p["reward_error"]) for p in data["phases"]]
-    return {"setup": setup, "phases": phases, "not_run": data["not_run"],
-            "dirty": data["dirty"], "leaks": tuple(Leak(**leak) for leak in data["leaks"])}
-
-
-def _whole_trial_failure(phases: list[Phase], why: str, logs: str) -> dict:
-    """A trial whose container died: setup is reported failed with the reason."""
-    command = CommandResult(exit_code=-9, timed_out="deadline" in why, seconds=0.0,
-                            log=f"the sandbox {why}\n{logs[-4000:]}")
-    return {"setup": SetupResult(ok=False, step=None, command=command, log=command.log),
-            "phases": [], "not_run": [], "dirty": None, "leaks": ()}
 
 
 def _build_failure(started: float, lines: list[str], error: str,

@@ -9,18 +9,16 @@ base image's files. Two ways to make that folder, same contents:
 Folders live in `/var/lib/taskloom/rootfs/<image>/`, with `<image>.json` beside them (its
 presence marks a complete export). Make one with:
 
-    python -m taskloom.sandbox.rootfs [--from docker|debootstrap] [--force]
+    taskloom base-image export [--from docker|debootstrap] [--force]
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import datetime
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -28,12 +26,12 @@ from typing import Literal
 
 from pydantic import Field
 
-from taskloom.errors import BaseImageError, SandboxUnavailable, TaskloomError
+from taskloom.errors import BaseImageError, SandboxUnavailable
 from taskloom.models import Frozen
 from taskloom.sandbox import base_image
 
 ROOTFS_ROOT = Path("/var/lib/taskloom/rootfs")
-EXPORT_COMMAND = f"{sys.executable} -m taskloom.sandbox.rootfs"
+EXPORT_COMMAND = "taskloom base-image export"
 HOSTNAME = "sandbox"
 _HOSTS = (f"127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
           f"127.0.1.1\t{HOSTNAME}\n")
@@ -235,30 +233,3 @@ def _publish(staging: Path, image: str, root: Path, *, source: str, image_id: st
     partial.write_text(found.model_dump_json(indent=2) + "\n")
     partial.rename(meta)
     return found
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m taskloom.sandbox.rootfs`: make (or show) the base root filesystem."""
-    parser = argparse.ArgumentParser(prog=EXPORT_COMMAND, description=__doc__.split("\n\n")[0])
-    parser.add_argument("--from", dest="source", choices=("docker", "debootstrap"),
-                        default="docker", help="Docker image export (default) or Debian "
-                                               "packages (no Docker needed).")
-    parser.add_argument("--force", action="store_true", help="Redo an existing export.")
-    parser.add_argument("--root", type=Path, default=ROOTFS_ROOT, help="Where to keep it.")
-    args = parser.parse_args(argv)
-    try:
-        if args.source == "docker":
-            from taskloom.sandbox.docker_runtime import docker_client
-
-            found = export_from_docker(docker_client(), root=args.root, force=args.force)
-        else:
-            found = build_with_debootstrap(root=args.root, force=args.force)
-    except TaskloomError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(f"{found.image}: {found.path} ({found.source}, made {found.created})")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
