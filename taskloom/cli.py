@@ -347,12 +347,124 @@ def runs_show(run: Annotated[Path, typer.Argument(help="A run directory.")]) -> 
               f"{row['backend']}, target {row['target']}")
     out.print("items: " + ", ".join(f"{s or 'in progress'} {n}" for s, n in statuses))
     out.print(f"coverage: {skills} distinct skills, {scenarios} scenarios in exported tasks")
+    _print_metrics(run)
     if funnel:
         _print_funnel([{"stage": f[0], "in": f[1], "out": f[2], "yield": f[3],
                         "median_seconds": f[4], "tokens": f[5], "cost_usd": f[6]}
                        for f in funnel])
     if reasons:
         out.print("failed checks: " + ", ".join(f"{r} {n}" for r, n in reasons))
+
+
+def _print_metrics(run: Path) -> None:
+    """The corpus diversity metrics of a run's dataset (taskloom.validators.coverage)."""
+    from taskloom.outputs.run import load_run, run_metrics
+
+    try:
+        metrics = run_metrics(load_run(run))
+    except TaskloomError as exc:
+        raise _fail(exc) from exc
+    table = Table(title="diversity", show_header=False)
+    for name, value in (
+            ("skill coverage", f"{metrics.skill_coverage:.1%} ({metrics.skills_used} of "
+                               f"{metrics.skills_total} skills)"),
+            ("transition coverage", f"{metrics.transition_coverage:.1%} "
+                                    f"({metrics.transitions_used} of "
+                                    f"{metrics.transitions_total})"),
+            ("scenario entropy", f"{metrics.scenario_entropy:.3f} (normalized)"),
+            ("skill-category entropy", f"{metrics.category_entropy:.3f} (normalized)"),
+            ("action complexity", f"{metrics.commands_total} commands "
+                                  f"({metrics.commands_mean:.1f} per solution), "
+                                  f"{len(metrics.tools)} distinct programs"),
+            ("near-duplicate rate", f"{metrics.near_duplicate_rate:.1%} "
+                                    f"({metrics.near_duplicates} dropped)")):
+        table.add_row(name, value)
+    out.print(table)
+
+
+@app.command("export")
+def export_command(
+    run: Annotated[Path, typer.Argument(help="A run directory (run.duckdb + tasks/).")],
+    fmt: Annotated[str, typer.Option("--format", "-f", help="harbor: task folders + "
+                                     "dataset.toml; jsonl; parquet; hf: a Hugging Face "
+                                     "dataset (save_to_disk + Parquet shards).")],
+    output: Annotated[Path, typer.Option("--out", help="Export folder to write.")],
+    name: Annotated[str | None, typer.Option(help="Dataset name, org/name (default "
+                                                  "taskloom/run-<id>).")] = None,
+    license_id: Annotated[str, typer.Option("--license", help="License id for the dataset "
+                                                             "card.")] = "apache-2.0",
+    push: Annotated[str | None, typer.Option(help="With --format hf: also push to this Hub "
+                                                  "dataset repo, ORG/NAME (token: HF_TOKEN "
+                                                  "or `hf auth login`).")] = None,
+    private: Annotated[bool, typer.Option(help="Create the Hub repo as private.")] = False,
+    force: Annotated[bool, typer.Option(help="Replace --out if it exists.")] = False,
+) -> None:
+    """Export a run's accepted tasks as a Harbor dataset, JSONL, Parquet or HF dataset.
+
+    Only tasks that passed validation and the corpus filter are exported; the command
+    says how many items were left out and why (and so do the card and the manifest).
+    """
+    from taskloom.outputs.dataset import check_repo_id, hub_token, hub_upload, push_to_hub
+    from taskloom.outputs.export import export_run
+
+    try:
+        token = None
+        if push:  # fail before the export, not after it
+            if fmt != "hf":
+                raise typer.BadParameter("--push needs --format hf")
+            check_repo_id(push)
+            token = hub_token()
+        summary = export_run(run, fmt, output, name=name, license_id=license_id, force=force)
+        out.print(f"exported {summary.tasks} tasks as {summary.format} to {summary.out} "
+                  f"(dataset {summary.name})")
+        if summary.left_out:
+            out.print(f"left out {summary.left_out_total} items of the run:")
+            for group in summary.left_out:
+                out.print(f"  {group.count} {group.status}: {group.reason or '-'}",
+                          markup=False, highlight=False)
+        if push:
+            url = push_to_hub(hub_upload(summary.out, push, private=private), token)
+            out.print(f"pushed to {url}")
+    except TaskloomError as exc:
+        raise _fail(exc) from exc
+
+
+@app.command("import")
+def import_command(
+    export: Annotated[Path, typer.Argument(help="An export folder (--format hf, jsonl or "
+                                                "parquet).")],
+    output: Annotated[Path, typer.Option("--out", help="Folder to write task folders into.")],
+    force: Annotated[bool, typer.Option(help="Replace task folders that exist.")] = False,
+) -> None:
+    """Turn a dataset export back into Harbor task folders, byte-identical to the originals."""
+    from taskloom.outputs.dataset import import_dataset
+
+    try:
+        written = import_dataset(export, output, force=force)
+    except TaskloomError as exc:
+        raise _fail(exc) from exc
+    out.print(f"imported {len(written)} task folders into {output} (checked against their "
+              "sha256 and Harbor digests)")
+
+
+@app.command("report")
+def report_command(
+    run: Annotated[Path, typer.Argument(help="A run directory.")],
+    output: Annotated[Path | None, typer.Option("--out", help="HTML file to write (default "
+                                                               "RUN/report.html).")] = None,
+) -> None:
+    """Write one self-contained HTML page about a run (no scripts, no external assets).
+
+    Funnel, skill coverage on the graph, scenario and difficulty distributions, rejection
+    reasons with example logs, cost per verified task and corpus diversity metrics.
+    """
+    from taskloom.outputs.report import write_report
+
+    try:
+        path = write_report(run, output)
+    except TaskloomError as exc:
+        raise _fail(exc) from exc
+    out.print(f"wrote {path} ({path.stat().st_size // 1024} KiB); open it in a browser")
 
 
 @base_image_app.command("build")

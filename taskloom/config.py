@@ -8,7 +8,9 @@ pydantic, and a wrong one is reported with the file and the key.
 
 from __future__ import annotations
 
+import os
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -55,6 +57,49 @@ class DifficultySetting(Frozen):
     strictness: int | None = Field(default=None, ge=1, le=3, description="Output strictness.")
 
 
+class LLMConfig(Frozen):
+    """The OpenAI-compatible model behind the `llm` and `hybrid` backends and the judge.
+
+    `base_url` and `model` left unset are read from OPENAI_BASE_URL and TASKLOOM_LLM_MODEL
+    when a run starts (`with_llm_environment`); the key is read from the environment
+    variable named by `api_key_env` in each worker and is never stored.
+    """
+
+    base_url: str | None = Field(default=None, description="Server URL, e.g. "
+                                 "http://127.0.0.1:8080/v1 (default: $OPENAI_BASE_URL, "
+                                 "else OpenAI).")
+    model: str | None = Field(default=None,
+                              description="Model name (default: $TASKLOOM_LLM_MODEL).")
+    api_key_env: str = Field(default="OPENAI_API_KEY",
+                             description="Name of the environment variable holding the key.")
+    temperature: float = Field(default=0.2, ge=0, le=2, description="Sampling temperature.")
+    max_tokens: int = Field(default=4096, ge=16, description="Completion tokens per request.")
+    timeout_sec: float = Field(default=180.0, gt=0, description="Limit of one request.")
+    max_concurrency: int = Field(default=4, ge=1,
+                                 description="Requests in flight per worker process.")
+    retries: int = Field(default=3, ge=0, le=10,
+                         description="Retries of a request after a transport error.")
+    backoff_sec: float = Field(default=1.0, ge=0,
+                               description="First retry delay; doubles each retry.")
+    price_in_per_mtok: float = Field(default=0.0, ge=0,
+                                     description="Dollars per 1M prompt tokens.")
+    price_out_per_mtok: float = Field(default=0.0, ge=0,
+                                      description="Dollars per 1M completion tokens.")
+    structured_output: Literal["auto", "json_schema", "json_object", "tools"] = Field(
+        default="auto", description="How answers are constrained to a JSON schema; auto "
+        "tries json_schema, then json_object with a schema (llama.cpp), then tool calls.")
+    judge: bool = Field(default=False,
+                        description="Add the LLM judge to validation (underspecified, leak).")
+
+    def output_settings(self) -> dict:
+        """The settings that change what the model answers (part of every cache key)."""
+        return self.model_dump(include={"model", "temperature", "max_tokens",
+                                        "structured_output"})
+
+
+OPENAI_URL = "https://api.openai.com/v1"
+
+
 class RunConfig(Frozen):
     """A batch run: what to generate, how, and how it is proven."""
 
@@ -79,11 +124,39 @@ class RunConfig(Frozen):
                                           description="Fixed difficulty levels (else drawn).")
     validation: ValidationConfig = Field(default_factory=ValidationConfig,
                                          description="Validation protocol settings.")
+    llm: LLMConfig = Field(default_factory=LLMConfig,
+                           description="Model server for the llm/hybrid backends and judge.")
 
     @property
     def item_limit(self) -> int:
         """How many items may be planned at most."""
         return self.max_items or 2 * self.count + 10
+
+    @property
+    def uses_llm(self) -> bool:
+        """True when some stage of this run asks a model."""
+        return self.backend != "procedural" or self.llm.judge
+
+
+def with_llm_environment(config: RunConfig,
+                         environ: Mapping[str, str] | None = None) -> RunConfig:
+    """`config` with `llm.base_url` and `llm.model` filled from the environment.
+
+    Raises:
+        ConfigError: The run needs a model and none is named anywhere.
+    """
+    if not config.uses_llm:
+        return config
+    environ = os.environ if environ is None else environ
+    llm = config.llm
+    base_url = llm.base_url or environ.get("OPENAI_BASE_URL") or OPENAI_URL
+    model = llm.model or environ.get("TASKLOOM_LLM_MODEL")
+    if not model:
+        raise ConfigError("the llm backend, hybrid backend and judge need a model name",
+                          field="llm.model", fix="pass --model NAME, --set llm.model=NAME or "
+                                                 "set TASKLOOM_LLM_MODEL")
+    return config.model_copy(update={"llm": llm.model_copy(
+        update={"base_url": base_url, "model": model})})
 
 
 def load_run_config(path: Path | None = None, overrides: list[str] | None = None,

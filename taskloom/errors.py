@@ -11,10 +11,11 @@ TaskloomError
 └── InfrastructureError        something outside the task failed; retry once it is fixed
     ├── SandboxUnavailable     no container engine / runtime reachable, or base image missing
     ├── SandboxError           the engine failed while running a sandbox
-    └── BaseImageError         the toolbox image could not be built
+    ├── BaseImageError         the toolbox image could not be built
+    └── ModelUnavailable       the LLM server cannot be reached or refuses the run's settings
 ```
 
-Third-party errors (docker, tomllib, pydantic) are translated where they are caught, at
+Third-party errors (docker, tomllib, pydantic, openai) are translated where they are caught, at
 the module that talks to the third party, never matched by their message text.
 """
 
@@ -74,3 +75,7 @@ class SandboxError(InfrastructureError):
 
 class BaseImageError(InfrastructureError):
     """The toolbox base image could not be built."""
+
+
+class ModelUnavailable(InfrastructureError):
+    """The model server failed after retries, or rejects the key or model name."""

@@ -1,8 +1,9 @@
 """Pick the planner, generator and refiner of a run's backend.
 
 `procedural` (the offline default) needs nothing; `llm` and `hybrid` need the `llm` extra
-and a configured OpenAI-compatible server. Objects are cached per process and config, so
-stage functions on a worker build them once.
+and a configured OpenAI-compatible server. The procedural objects (graph, path sampler)
+are cached per process and config, so stage functions on a worker build them once; the
+LLM agents are light and made per stage call around that call's session.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ def skill_graph(files: tuple[str, ...]):
 
 
 @lru_cache(maxsize=4)
-def _backend(config_json: str):
+def _procedural(config_json: str):
     config = RunConfig.model_validate_json(config_json)
     graph = skill_graph(config.graph)
     from taskloom.generators.procedural.backend import (
@@ -37,12 +38,33 @@ def _backend(config_json: str):
     planner = ProceduralPlanner(graph, PlanSettings(
         seed=config.seed, difficulty=fixed, scenario=config.scenario, skills=config.skills))
     generator = ProceduralGenerator(graph)
+    return planner, generator, ProceduralRefiner(generator)
+
+
+def backend_for(config: RunConfig, chat=None):
+    """(planner, generator, refiner) for the run's backend.
+
+    `chat` is the `ChatModel` the LLM agents talk to (in a run: the stage's replaying,
+    recording session); by default a plain session on this process's transport.
+    """
+    procedural = _procedural(config.model_dump_json())
     if config.backend == "procedural":
-        return planner, generator, ProceduralRefiner(generator)
-    raise ConfigError(f"backend {config.backend!r} is not available in this version",
-                      field="backend", fix="use --backend procedural")
+        return procedural
+    if config.backend not in ("llm", "hybrid"):
+        raise ConfigError(f"unknown backend {config.backend!r}", field="backend",
+                          fix="use --backend procedural, llm or hybrid")
+    from taskloom.generators.llm import agents
 
+    if chat is None:
+        from taskloom.generators.llm.client import Session, transport_for
 
-def backend_for(config: RunConfig):
-    """(planner, generator, refiner) for the run's backend."""
-    return _backend(config.model_dump_json())
+        chat = Session(transport_for(config.llm), config.llm.output_settings())
+    planner, generator, refiner = procedural
+    graph = skill_graph(config.graph)
+    model = config.llm.model or ""
+    if config.backend == "llm":
+        return (agents.LLMPlanner(planner, graph, chat),
+                agents.LLMGenerator(graph, chat, model),
+                agents.LLMRefiner(graph, chat, model))
+    hybrid = agents.HybridGenerator(generator, chat, model)
+    return planner, hybrid, agents.HybridRefiner(hybrid, refiner)

@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from taskloom.config import RunConfig
+from taskloom.config import RunConfig, with_llm_environment
 from taskloom.errors import InfrastructureError
+from taskloom.generators.llm.exchange import Recorded
 from taskloom.generators.protocols import Blueprint, Draft
 from taskloom.models import TaskReport
 from taskloom.outputs.harbor import write_task_folder
@@ -91,12 +92,12 @@ class Runner:
 
     def __init__(self, config: RunConfig, out: Path, *, resume: bool = False,
                  progress: Progress | None = None, executor: Executor | None = None) -> None:
-        self.config = config
+        self.config = with_llm_environment(config)  # model and server named once, stored
         self.out = Path(out)
         self.resume = resume
         self.progress = progress or _Silent()
         self.executor = executor
-        self.keys = stages.StageKeys(config)
+        self.keys = stages.StageKeys(self.config)
         self.stats = {stage: StageStats() for stage in STAGES}
 
     def run(self) -> RunSummary:
@@ -198,6 +199,8 @@ class Runner:
             "validate": (stages.validate, (config, item.draft)),
             "refine": (stages.refine, (config, item.draft, item.report)),
         }[stage]
+        if stages.uses_llm(config, stage):  # replay what this item already paid for
+            args = (*args, self.store.exchanges(item.index))
         future = self.executor.submit(stage, function, *args)
         self.futures[future] = (item.index, stage, key, time.monotonic())
 
@@ -207,25 +210,32 @@ class Runner:
         index, stage, key, started = self.futures.pop(future)
         item = self.items[index]
         seconds = time.monotonic() - started
+        exchanges, usage = (), None
         try:
             value = future.result()
+            if isinstance(value, Recorded):  # an LLM stage: its exchanges go to llm_cache
+                exchanges, usage = value.exchanges, value.usage
+                value = value.unwrap()
         except GenerationFailed as exc:
             status, reason, payload = "rejected", f"{stage}: {exc}", None
         except (InfrastructureError, OSError) as exc:
             self.infra_errors += 1
-            if self.infra_errors >= MAX_CONSECUTIVE_INFRA_ERRORS:
-                raise InfrastructureError(f"{self.infra_errors} infrastructure failures in a "
-                                          f"row; last: {exc}",
-                                          fix="fix the sandbox engine (`taskloom doctor`), "
-                                              "then resume") from exc
             item.status, item.reason = "error", f"{stage}: {exc}"
             with self.store.transaction() as db:
                 self.store.put_item(db, index, stage=stage, status="error", reason=item.reason)
+                self.store.put_exchanges(db, index, stage, exchanges)
+            if self.infra_errors >= MAX_CONSECUTIVE_INFRA_ERRORS:
+                raise InfrastructureError(f"{self.infra_errors} infrastructure failures in a "
+                                          f"row; last: {exc}",
+                                          fix=getattr(exc, "fix", None) or
+                                          "fix the sandbox engine (`taskloom doctor`), "
+                                          "then resume") from exc
             return
         else:
             self.infra_errors = 0
             status, reason, payload = "ok", None, value.model_dump_json()
-        usage = getattr(value, "usage", None) if status == "ok" else None
+        if usage is None and status == "ok":
+            usage = getattr(value, "usage", None)
         tokens_in, tokens_out = (usage.tokens_in, usage.tokens_out) if usage else (0, 0)
         cost = usage.cost_usd if usage else 0.0
         with self.store.transaction() as db:
@@ -233,6 +243,7 @@ class Runner:
                                   item=index, round_=item.round, status=status, reason=reason,
                                   payload=payload, seconds=seconds, tokens_in=tokens_in,
                                   tokens_out=tokens_out, cost_usd=cost)
+            self.store.put_exchanges(db, index, stage, exchanges)
         self._apply(item, stage, status, reason, json.loads(payload) if payload else None,
                     seconds, tokens_in + tokens_out, cost)
         self._advance(item)

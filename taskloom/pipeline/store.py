@@ -15,6 +15,10 @@ Tables (plain SQL; see the README for example queries):
 - `tasks`      exported tasks: item, task id, folder, fingerprint, skills, scenario.
 - `funnel`     per stage: in, out, yield, median seconds, tokens, cost (written at the end).
 - `events`     run history: started, interrupted, resumed, finished (with timestamps).
+- `llm_cache`  every model request and answer, keyed by the request's content hash
+               (messages, answer schema, prompt fingerprint, model settings): item, stage,
+               purpose, model, the exchange (JSON), tokens, cost. Stages that ask a model
+               get their item's rows back as a replay map, so nothing is paid twice.
 """
 
 from __future__ import annotations
@@ -51,6 +55,10 @@ CREATE TABLE IF NOT EXISTS funnel (
     stage VARCHAR PRIMARY KEY, position INTEGER, n_in INTEGER, n_out INTEGER,
     yield DOUBLE, median_seconds DOUBLE, tokens BIGINT, cost_usd DOUBLE);
 CREATE TABLE IF NOT EXISTS events (happened DOUBLE, event VARCHAR, detail VARCHAR);
+CREATE TABLE IF NOT EXISTS llm_cache (
+    key VARCHAR PRIMARY KEY, item INTEGER, stage VARCHAR, purpose VARCHAR, model VARCHAR,
+    exchange JSON, tokens_in BIGINT, tokens_out BIGINT, cost_usd DOUBLE, seconds DOUBLE,
+    created DOUBLE);
 """
 
 
@@ -199,6 +207,22 @@ class RunStore:
                 db.execute("INSERT INTO funnel VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                            [row["stage"], position, row["in"], row["out"], row["yield"],
                             row["median_seconds"], row["tokens"], row["cost_usd"]])
+
+    def put_exchanges(self, db, item: int, stage: str, exchanges) -> None:
+        """Cache model exchanges (inside a transaction); a known key keeps its first row."""
+        for exchange in exchanges:
+            db.execute("INSERT OR IGNORE INTO llm_cache VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                       [exchange.key, item, stage, exchange.purpose, exchange.model,
+                        exchange.model_dump_json(), exchange.tokens_in, exchange.tokens_out,
+                        exchange.cost_usd, exchange.seconds, time.time()])
+
+    def exchanges(self, item: int) -> dict:
+        """The cached exchanges of one item: request hash -> Exchange."""
+        from taskloom.generators.llm.exchange import Exchange
+
+        rows = self.db.execute("SELECT key, exchange FROM llm_cache WHERE item = ?",
+                               [item]).fetchall()
+        return {key: Exchange.model_validate_json(text) for key, text in rows}
 
     def query(self, sql: str, params: list | None = None) -> list[tuple]:
         """Run read-only SQL and return all rows."""

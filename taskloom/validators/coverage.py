@@ -1,23 +1,26 @@
-"""Corpus diversity metrics: pure functions over task records.
+r"""Corpus diversity metrics: pure functions over task records.
 
 Each function takes plain task records (what a task is about and how it is solved) plus
 the skill graph the tasks were planned on, and returns a number; `corpus_metrics` gathers
 them all. Nothing here reads files or the run store: `taskloom.outputs.run` builds the
 records of a run and calls these.
 
-| metric | what it measures |
-|---|---|
-| skill coverage | share of the graph's skills used by at least one task |
-| transition coverage | share of the graph's typed transitions (skill -> next skill in one scenario) that consecutive skills of some task use |
-| scenario entropy | Shannon entropy of the tasks' scenarios, normalized by log(#scenarios in the graph) |
-| category entropy | Shannon entropy of the categories of all skill uses, normalized by log(#categories in the graph) (TDScaling's domain / reasoning-mode entropy) |
-| action complexity | commands in each solve.sh and the distinct tools they call, summed over the corpus |
-| near-duplicate rate | share of the items reaching the corpus filter that it dropped as duplicates |
+- skill coverage: share of the graph's skills used by at least one task.
+- transition coverage: share of the graph's typed transitions (skill -> next skill within
+  a scenario) that consecutive skills of some task use.
+- scenario entropy: Shannon entropy of the tasks' scenarios, divided by log(number of
+  scenarios in the graph).
+- category entropy: Shannon entropy of the categories of every skill use, divided by
+  log(number of categories in the graph); TDScaling's domain / reasoning-mode entropy.
+- action complexity: the commands in each solve.sh and the distinct programs they run,
+  summed over the corpus.
+- near-duplicate rate: share of the items reaching the corpus filter that it dropped as
+  duplicates (status 'duplicate' in the run store).
 
 Example:
     >>> normalized_entropy(["a", "b", "a", "b"])
     1.0
-    >>> action_complexity("set -eu\\nsort data.txt | uniq -c > out.txt\\n").commands
+    >>> action_complexity("set -eu\nsort data.txt | uniq -c > out.txt\n").commands
     3
 """
 
@@ -49,13 +52,13 @@ _BUILTINS = frozenset({
     "trap", "true", "type", "typeset", "ulimit", "umask", "unalias", "unset", "wait"})
 # Programs that run another program named by one of their arguments.
 _RUNNERS = frozenset({"xargs", "env", "nohup", "nice", "timeout", "sudo", "stdbuf", "chroot",
-                      "runuser", "setsid", "exec", "command", "time"})
+                      "runuser", "setsid", "exec", "command"})
 # Options of those runners that take a value (so the value is not the program).
 _RUNNER_VALUE_OPTIONS = frozenset({"-I", "-i", "-n", "-P", "-d", "-L", "-l", "-s", "-E", "-a",
-                                   "-u", "-g", "-k", "-s", "--signal", "--kill-after"})
+                                   "-u", "-g", "-k", "--signal", "--kill-after"})
 _FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?=")
-_HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
+_HEREDOC = re.compile(r"(?<!<)<<-?(?!<)\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
 _PUNCTUATION = frozenset("();<>|&")
 
 
@@ -208,8 +211,10 @@ def corpus_metrics(records: Sequence[TaskRecord], graph: SkillGraph,
 # -- shell reading ------------------------------------------------------------------------
 
 def _logical_lines(script: str) -> Iterable[str]:
-    """Lines with continuations joined, here-document bodies dropped, and a line whose
-    quote spans several lines joined with the lines it spans."""
+    """Logical lines: continuations joined, here-document bodies dropped.
+
+    A line that leaves a quote open is joined with the lines up to the closing quote.
+    """
     lines = script.replace("\\\n", " ").splitlines()
     pending = ""
     index = 0
@@ -250,9 +255,14 @@ def _count_chunk(text: str) -> tuple[int, set[str]]:
     at_start = True
     runner_next = False  # the next plain word is a program a runner starts
     skip_next = False  # the next word is a redirection target or an option's value
+    closing = ""  # inside [[ ... ]] or (( ... )): operands, not commands, until this token
     for position, token in enumerate(tokens):
         if skip_next:
             skip_next = False
+            continue
+        if closing or token == "[[" or token.startswith("(("):
+            closing = "" if closing and closing in token else closing or (
+                "]]" if token == "[[" else "))")
             continue
         if token and set(token) <= _PUNCTUATION:
             if token in ("<(", ">(") or not set(token) & set("<>"):
@@ -305,6 +315,9 @@ def _substitutions(word: str) -> list[str]:
     found = []
     start = word.find("$(")
     while start != -1:
+        if word.startswith("$((", start):  # arithmetic, not a command
+            start = word.find("$(", start + 3)
+            continue
         depth, end = 0, start + 1
         for end in range(start + 1, len(word)):
             if word[end] == "(":

@@ -1,4 +1,4 @@
-"""Validate tasks: structure → build → nop → oracle ×R → mutations → leakage, in parallel.
+"""Validate tasks: structure → build → nop → oracle ×R → mutations → leakage → judge.
 
 `validate_task` proves one in-memory task with a runtime and returns its `TaskReport`;
 `validate_all` runs many on a thread pool (the work happens in the sandbox engine, so
@@ -17,6 +17,7 @@ from taskloom.errors import SandboxError
 from taskloom.models import Task, TaskReport, Verdict
 from taskloom.sandbox.runtime import Runtime
 from taskloom.sandbox.trial import TrialPlan, TrialResult
+from taskloom.validators.judge import Judge
 from taskloom.validators.leakage import leakage_verdict
 from taskloom.validators.solvability import build_verdict, phase_verdicts, plan_trial
 from taskloom.validators.structure import check_structure, load_task
@@ -24,11 +25,13 @@ from taskloom.validators.structure import check_structure, load_task
 
 def validate_task(task: Task, runtime: Runtime, config: ValidationConfig, *,
                   source: str = "", structure: Verdict | None = None,
-                  expected_values: tuple[str, ...] = ()) -> TaskReport:
+                  expected_values: tuple[str, ...] = (),
+                  judge: Judge | None = None) -> TaskReport:
     """Run the whole validation protocol on one task.
 
     `expected_values` (known for generated tasks) are answers the instruction must not
-    state verbatim; the leakage check looks for them.
+    state verbatim; the leakage check looks for them. A `judge` (optional, LLM) runs last
+    and only when every other check passed.
 
     Raises:
         SandboxError: The sandbox engine failed twice in a row (not the task's fault).
@@ -43,6 +46,8 @@ def validate_task(task: Task, runtime: Runtime, config: ValidationConfig, *,
             verdicts.extend(phase_verdicts(result))
         verdicts.append(leakage_verdict(task, result.leaks, image_checked=result.setup.ok,
                                         expected_values=expected_values))
+    if judge is not None and all(v.passed for v in verdicts):
+        verdicts.append(judge.judge(task))
     return TaskReport(task=task.name, source=source, verdicts=tuple(verdicts),
                       seconds=round(time.monotonic() - started, 3))
 

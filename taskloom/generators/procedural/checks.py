@@ -77,9 +77,17 @@ class Check:
         return "\n".join(lines) + "\n"
 
 
+HEADER_LINE = re.compile(r"^[A-Za-z_][\w ]*(,[A-Za-z_][\w ]*)+$")
+
+
 def _answer_lines(text: str) -> tuple[str, ...]:
-    """Lines of an expected text that are long enough to count as an answer."""
-    return tuple(line for line in text.splitlines() if len(line.strip()) >= 4)
+    """Lines of an expected text that count as an answer.
+
+    Long enough, and not a CSV header: a header is the output's format, which the
+    instruction must state.
+    """
+    return tuple(line for line in text.splitlines()
+                 if len(line.strip()) >= 4 and not HEADER_LINE.match(line))
 
 
 @dataclass(frozen=True)

@@ -124,7 +124,7 @@ def app_log(ctx: StepContext) -> AppLog:
     path = f"/var/log/{ctx.domain.name}/{spaced(ctx, service + '.log')}"
     ctx.world.add(path, "".join(line + "\n" for line in lines))
     _distractors(ctx, f"/var/log/{ctx.domain.name}", "log")
-    return AppLog(path=path, phrase=f"the {service} log {path}", lines=tuple(lines),
+    return AppLog(path=path, phrase=f"the {service} log `{path}`", lines=tuple(lines),
                   records=tuple(records))
 
 
@@ -153,7 +153,7 @@ def access_log(ctx: StepContext) -> AccessLog:
     path = f"/var/log/nginx/{spaced(ctx, 'access.log')}"
     ctx.world.add(path, "".join(line + "\n" for line in lines))
     _distractors(ctx, "/var/log/nginx", "log")
-    return AccessLog(path=path, phrase=f"the web access log {path}", lines=tuple(lines),
+    return AccessLog(path=path, phrase=f"the web access log `{path}`", lines=tuple(lines),
                      records=tuple(records))
 
 
@@ -172,12 +172,12 @@ def log_dir(ctx: StepContext) -> LogDir:
         # Half the logs are recent, half went quiet days ago (retention skills need both).
         age = ctx.rng.randint(1, 20) * 3600 if position % 2 else ctx.rng.randint(3, 12) * DAY
         ctx.world.add(path, "".join(line + "\n" for line in lines), mtime=EPOCH_NOW - age)
-        logs.append(AppLog(path=path, phrase=f"{path}", lines=tuple(lines),
+        logs.append(AppLog(path=path, phrase=f"`{path}`", lines=tuple(lines),
                            records=tuple(records)))
         mtimes.append(EPOCH_NOW - age)
     for index in range(noisy(ctx)):
         ctx.world.add(f"{directory}/README.{index}.txt", "Logs of the services; do not edit.\n")
-    return LogDir(path=directory, phrase=f"the *.log files in {directory}", logs=tuple(logs),
+    return LogDir(path=directory, phrase=f"the *.log files in `{directory}`", logs=tuple(logs),
                   mtimes=tuple(mtimes))
 
 
@@ -240,7 +240,7 @@ def csv_table(ctx: StepContext) -> CsvTable:
     header, rows = table_rows(ctx, ctx.count((8, 14), (40, 120), (300, 900)))
     directory = data_dir(ctx, "data")
     path = f"{directory}/{spaced(ctx, ctx.domain.table + '.csv')}"
-    table = CsvTable(path=path, phrase=f"the CSV file {path}", header=header,
+    table = CsvTable(path=path, phrase=f"the CSV file `{path}`", header=header,
                      rows=tuple(rows), numeric=numeric_columns(ctx))
     ctx.world.add(path, table.text())
     for index in range(noisy(ctx) // 2):
@@ -265,7 +265,7 @@ def json_doc(ctx: StepContext) -> JsonDoc:
         records.append(record)
     path = f"{data_dir(ctx, 'data')}/{spaced(ctx, ctx.domain.table + '.json')}"
     ctx.world.add(path, json.dumps(records, indent=2, ensure_ascii=False) + "\n")
-    return JsonDoc(path=path, phrase=f"the JSON file {path}", records=tuple(records))
+    return JsonDoc(path=path, phrase=f"the JSON file `{path}`", records=tuple(records))
 
 
 def sql_literal(value: object) -> str:
@@ -295,7 +295,7 @@ def sqlite_db(ctx: StepContext) -> SqliteDb:
     ctx.world.add(seed, "\n".join(statements) + "\n")
     ctx.world.commands.append(f"mkdir -p {q(data_dir(ctx, 'db'))} && sqlite3 {q(path)} "
                               f"< {q(seed)} && rm -rf /tmp/taskloom-seed")
-    return SqliteDb(path=path, phrase=f"the `{table}` table of the SQLite database {path}",
+    return SqliteDb(path=path, phrase=f"the `{table}` table of the SQLite database `{path}`",
                     table=table, columns=types, rows=typed_rows)
 
 
@@ -430,7 +430,7 @@ def file_tree(ctx: StepContext) -> FileTree:
         hidden = TreeFile(f".cache-{index}.tmp", b"temporary\n", 0o644, EPOCH_NOW - DAY)
         files.append(hidden)
         ctx.world.add(f"{root}/{hidden.relpath}", hidden.content, mtime=hidden.mtime)
-    return FileTree(path=root, phrase=f"the directory {root}",
+    return FileTree(path=root, phrase=f"the directory `{root}`",
                     files=tuple(sorted(files, key=lambda f: f.relpath)))
 
 
@@ -455,7 +455,7 @@ def checksum_list(ctx: StepContext) -> ChecksumList:
     ctx.world.add(path, text)
     current = FileTree(path=tree.path, phrase=tree.phrase,
                        files=tuple(files[name] for name in sorted(files)))
-    return ChecksumList(path=path, phrase=f"the checksum manifest {path}", lines=manifest,
+    return ChecksumList(path=path, phrase=f"the checksum manifest `{path}`", lines=manifest,
                         tree=current)
 
 
@@ -480,7 +480,7 @@ def archive(ctx: StepContext) -> Archive:
     stamp = day(EPOCH_NOW - ctx.rng.randint(1, 30) * DAY)
     path = f"{data_dir(ctx, 'backups')}/{spaced(ctx, f'{top}-{stamp}.tar.gz')}"
     ctx.world.add(path, tar_gz(members))
-    return Archive(path=path, phrase=f"the archive {path}", format="tar.gz",
+    return Archive(path=path, phrase=f"the archive `{path}`", format="tar.gz",
                    members=tuple(members))
 
 
@@ -514,7 +514,7 @@ def config_file(ctx: StepContext) -> ConfigFile:
         lines.append(f"{key} = {value}")
     path = f"/etc/{domain.name}/{spaced(ctx, 'services.ini')}"
     ctx.world.add(path, "".join(line + "\n" for line in lines))
-    return ConfigFile(path=path, phrase=f"the configuration file {path}", lines=tuple(lines),
+    return ConfigFile(path=path, phrase=f"the configuration file `{path}`", lines=tuple(lines),
                       entries=tuple(entries))
 
 
@@ -530,7 +530,7 @@ def text_file(ctx: StepContext) -> TextFile:
             lines.insert(ctx.rng.randint(0, len(lines)), "")
     path = f"{data_dir(ctx, 'lists')}/{spaced(ctx, 'inventory.txt')}"
     ctx.world.add(path, "".join(line + "\n" for line in lines))
-    return TextFile(path=path, phrase=f"the list {path}", lines=tuple(lines))
+    return TextFile(path=path, phrase=f"the list `{path}`", lines=tuple(lines))
 
 
 SURNAMES = ("Moreau", "Okafor", "Lindqvist", "Tanaka", "Novak", "Haddad", "Silva",
@@ -591,7 +591,7 @@ def git_repo(ctx: StepContext) -> GitRepo:
             f"git -C {q(root)} commit -q -m {q(commit.message)}")
     script.append(f"rm -rf {q(staging)}")
     ctx.world.commands.extend(script)
-    return GitRepo(path=root, phrase=f"the git repository {root}", commits=tuple(commits))
+    return GitRepo(path=root, phrase=f"the git repository `{root}`", commits=tuple(commits))
 
 
 SCRIPT_JOBS = {
@@ -621,4 +621,4 @@ def script(ctx: StepContext) -> Script:
              command.format(name=domain.name))
     path = f"{data_dir(ctx, 'scripts')}/{spaced(ctx, name + '.sh')}"
     ctx.world.add(path, "".join(line + "\n" for line in lines), mode=0o755)
-    return Script(path=path, phrase=f"the script {path}", lines=lines)
+    return Script(path=path, phrase=f"the script `{path}`", lines=lines)

@@ -64,17 +64,17 @@ def filter_level(ctx: StepContext, source) -> StepResult:
         raise NotApplicable("every record has the same level")
     out = ctx.output_path(f"{level.lower()}-lines", "txt")
     sentence = ctx.phrase([
-        f"Extract every {level} record of {log.phrase} into {out}, keeping their order and "
+        f"Extract every {level} record of {log.phrase} into `{out}`, keeping their order and "
         "their exact text.",
-        f"Save the {level} lines of {log.phrase} to {out}, in the order they appear.",
-        f"Write all log records with level {level} from {log.phrase} to {out}, one per line, "
+        f"Save the {level} lines of {log.phrase} to `{out}`, in the order they appear.",
+        f"Write all log records with level {level} from {log.phrase} to `{out}`, one per line, "
         "unchanged and in their original order.",
     ]) + ctx.hint("grep or awk on the second field")
     return StepResult(
         output=TextFile(path=out, phrase=f"the {level} records of {log.phrase}", lines=lines),
         instruction=sentence,
         solution=f"awk '{APP_AWK} && $2 == \"{level}\"' {q(log.path)} > {q(out)}",
-        checks=[FileText(f"{out} holds the {level} records", path=out,
+        checks=[FileText(f"`{out}` holds the {level} records", path=out,
                          expected="".join(line + "\n" for line in lines),
                          compare=ctx.compare(order_matters=True))],
         tools=("awk",), notes=_notes(ctx, log, SKIP_APP))
@@ -89,19 +89,21 @@ def count_by_level(ctx: StepContext, source) -> StepResult:
     out = ctx.output_path("level-counts", "txt")
     sentence = ctx.phrase([
         f"Count the records of each log level in {log.phrase} and write `LEVEL COUNT` lines "
-        f"to {out}, sorted by level name.",
-        f"Write to {out} how many records {log.phrase} has per level: one `LEVEL COUNT` line "
+        f"to `{out}`, sorted by level name.",
+        f"Write to `{out}` how many records {log.phrase} has per level: one `LEVEL COUNT` line "
         "per level, levels in alphabetical order.",
-        f"Produce {out} with a line `LEVEL COUNT` for every level present in {log.phrase}, "
+        f"Produce `{out}` with a line `LEVEL COUNT` for every level present in {log.phrase}, "
         "ordered alphabetically by level.",
     ]) + ctx.hint("awk and sort | uniq -c")
     return StepResult(
-        output=Report(path=out, phrase=f"the number of records per level in {log.phrase}",
-                      lines=lines),
+        output=Report(
+            path=out, phrase=(f"the record count per level of {log.phrase} (`LEVEL COUNT` lines, "
+                               "levels in alphabetical order)"),
+            lines=lines),
         instruction=sentence,
         solution=(f"awk '{APP_AWK} {{print $2}}' {q(log.path)} | sort | uniq -c | "
                   f"awk '{{print $2, $1}}' > {q(out)}"),
-        checks=[FileText(f"{out} counts records per level", path=out,
+        checks=[FileText(f"`{out}` counts records per level", path=out,
                          expected="".join(line + "\n" for line in lines),
                          compare=ctx.compare())],
         tools=("awk", "sort", "uniq"), notes=_notes(ctx, log, SKIP_APP))
@@ -123,10 +125,10 @@ def time_window(ctx: StepContext, source) -> StepResult:
     out = ctx.output_path("window", "log")
     sentence = ctx.phrase([
         f"Copy the records of {log.phrase} with a timestamp from {start} (inclusive) to {end} "
-        f"(exclusive) into {out}, unchanged and in order.",
+        f"(exclusive) into `{out}`, unchanged and in order.",
         f"Cut {log.phrase} down to the window [{start}, {end}) and save those records to "
-        f"{out}; keep each record's line exactly as it is.",
-        f"Write to {out} every record of {log.phrase} logged at or after {start} and before "
+        f"`{out}`; keep each record's line exactly as it is.",
+        f"Write to `{out}` every record of {log.phrase} logged at or after {start} and before "
         f"{end}, in their original order.",
     ]) + ctx.hint("ISO timestamps compare as strings in awk")
     lines = tuple(r.line() for r in records)
@@ -136,7 +138,7 @@ def time_window(ctx: StepContext, source) -> StepResult:
         instruction=sentence,
         solution=(f"awk -v a={q(start)} -v b={q(end)} '{APP_AWK} && $1 >= a && $1 < b' "
                   f"{q(log.path)} > {q(out)}"),
-        checks=[FileText(f"{out} holds the records of the window", path=out,
+        checks=[FileText(f"`{out}` holds the records of the window", path=out,
                          expected="".join(line + "\n" for line in lines),
                          compare=ctx.compare(order_matters=True))],
         tools=("awk",), notes=_notes(ctx, log, SKIP_APP))
@@ -156,22 +158,23 @@ def extract_ids(ctx: StepContext, source) -> StepResult:
     out = ctx.output_path(f"{level.lower()}-ids", "txt")
     sentence = ctx.phrase([
         f"Identifiers in {log.phrase} look like `a1234` (a letter a-f then four digits). "
-        f"Write every identifier that appears in a {level} record to {out}, one per line, "
+        f"Write every identifier that appears in a {level} record to `{out}`, one per line, "
         "in order of appearance (repeats included).",
         f"List the ids (one letter a-f followed by four digits, e.g. `c0420`) mentioned by the "
-        f"{level} records of {log.phrase} in {out}: one per line, in the order they occur, "
+        f"{level} records of {log.phrase} in `{out}`: one per line, in the order they occur, "
         "keeping repeats.",
         f"From the {level} records of {log.phrase}, extract each identifier of the form "
-        f"letter a-f + four digits (like `e9051`) into {out}, one per line, in log order "
+        f"letter a-f + four digits (like `e9051`) into `{out}`, one per line, in log order "
         "with duplicates kept.",
     ]) + ctx.hint("grep -oE")
     return StepResult(
-        output=TextFile(path=out, phrase=f"the identifiers in the {level} records of "
-                        f"{log.phrase}", lines=ids),
+        output=TextFile(
+            path=out, phrase=f"the identifiers in the {level} records of {log.phrase}",
+            lines=ids),
         instruction=sentence,
         solution=(f"awk '{APP_AWK} && $2 == \"{level}\"' {q(log.path)} | "
                   f"grep -oE '{ID_PATTERN}' > {q(out)}"),
-        checks=[FileText(f"{out} lists the {level} identifiers", path=out,
+        checks=[FileText(f"`{out}` lists the {level} identifiers", path=out,
                          expected="".join(i + "\n" for i in ids),
                          compare=ctx.compare(order_matters=True))],
         tools=("awk", "grep"), notes=_notes(ctx, log, SKIP_APP))
@@ -187,13 +190,13 @@ def to_csv(ctx: StepContext, source) -> StepResult:
     rows = tuple((r.timestamp, r.level, r.component, r.message) for r in log.records)
     out = ctx.output_path("records", "csv")
     sentence = ctx.phrase([
-        f"Convert {log.phrase} into the CSV file {out} with the header "
+        f"Convert {log.phrase} into the CSV file `{out}` with the header "
         "`timestamp,level,component,message` and one row per record (component without "
         "brackets), in log order.",
-        f"Write {out}: a CSV with columns timestamp, level, component, message (header "
+        f"Write `{out}`: a CSV with columns timestamp, level, component, message (header "
         f"first), one row per record of {log.phrase}, same order; drop the brackets around "
         "the component.",
-        f"Turn every record of {log.phrase} into a row of {out} (header "
+        f"Turn every record of {log.phrase} into a row of `{out}` (header "
         "`timestamp,level,component,message`; the component without its square brackets), "
         "keeping the order of the log.",
     ]) + ctx.hint("gawk's match() with capture groups")
@@ -206,7 +209,7 @@ def to_csv(ctx: StepContext, source) -> StepResult:
                   f"/^([^ ]+) ([A-Z]+) \\[([^]]+)\\] (.*)$/, m) && {APP_AWK} "
                   f"{{print m[1] \",\" m[2] \",\" m[3] \",\" m[4]}}' {q(log.path)}; }} "
                   f"> {q(out)}"),
-        checks=[FileText(f"{out} holds the records as CSV", path=out, expected=expected,
+        checks=[FileText(f"`{out}` holds the records as CSV", path=out, expected=expected,
                          compare=ctx.compare(order_matters=True))],
         tools=("awk",), notes=_notes(ctx, log, SKIP_APP))
 
@@ -224,20 +227,22 @@ def top_clients(ctx: StepContext, source) -> StepResult:
     out = ctx.output_path("top-clients", "txt")
     sentence = ctx.phrase([
         f"Find the {top} client IPs that sent the most requests in {log.phrase} and write "
-        f"them to {out} as `IP COUNT` lines, busiest first (ties: IP in ascending string "
+        f"them to `{out}` as `IP COUNT` lines, busiest first (ties: IP in ascending string "
         "order).",
-        f"Write the top {top} clients of {log.phrase} to {out}: one `IP COUNT` line each, "
+        f"Write the top {top} clients of {log.phrase} to `{out}`: one `IP COUNT` line each, "
         "sorted by count descending, ties broken by the IP as a string ascending.",
         f"Rank the clients of {log.phrase} by number of requests and save the first {top} to "
-        f"{out} as `IP COUNT` (highest count first; equal counts ordered by IP string).",
+        f"`{out}` as `IP COUNT` (highest count first; equal counts ordered by IP string).",
     ]) + ctx.hint("awk '{print $1}' | sort | uniq -c | sort")
     return StepResult(
-        output=Report(path=out, phrase=f"the {top} busiest clients of {log.phrase}",
-                      lines=lines),
+        output=Report(
+            path=out, phrase=(f"the {top} busiest clients of {log.phrase} (`IP COUNT` lines, "
+                               "busiest first)"),
+            lines=lines),
         instruction=sentence,
         solution=(f"awk '{ACCESS_AWK} {{print $1}}' {q(log.path)} | sort | uniq -c | "
                   f"awk '{{print $2, $1}}' | sort -k2,2nr -k1,1 | head -n {top} > {q(out)}"),
-        checks=[FileText(f"{out} ranks the top clients", path=out,
+        checks=[FileText(f"`{out}` ranks the top clients", path=out,
                          expected="".join(line + "\n" for line in lines),
                          compare=ctx.compare(order_matters=True))],
         tools=("awk", "sort", "uniq", "head"), notes=_notes(ctx, log, SKIP_ACCESS))
@@ -252,19 +257,21 @@ def status_summary(ctx: StepContext, source) -> StepResult:
     out = ctx.output_path("status-counts", "txt")
     sentence = ctx.phrase([
         f"Count the requests per HTTP status code in {log.phrase} and write `STATUS COUNT` "
-        f"lines to {out}, status codes ascending.",
-        f"Summarize {log.phrase} by response status into {out}: one `STATUS COUNT` line per "
+        f"lines to `{out}`, status codes ascending.",
+        f"Summarize {log.phrase} by response status into `{out}`: one `STATUS COUNT` line per "
         "status code, in ascending numeric order.",
-        f"Write to {out} how many requests of {log.phrase} ended with each HTTP status, as "
+        f"Write to `{out}` how many requests of {log.phrase} ended with each HTTP status, as "
         "`STATUS COUNT`, ordered by status code.",
     ]) + ctx.hint("the status is field 9")
     return StepResult(
-        output=Report(path=out, phrase=f"the request count per HTTP status in {log.phrase}",
-                      lines=lines),
+        output=Report(
+            path=out, phrase=(f"the request count per HTTP status in {log.phrase} (`STATUS COUNT` "
+                               "lines, by status code)"),
+            lines=lines),
         instruction=sentence,
         solution=(f"awk '{ACCESS_AWK} {{print $9}}' {q(log.path)} | sort -n | uniq -c | "
                   f"awk '{{print $2, $1}}' > {q(out)}"),
-        checks=[FileText(f"{out} counts requests per status", path=out,
+        checks=[FileText(f"`{out}` counts requests per status", path=out,
                          expected="".join(line + "\n" for line in lines),
                          compare=ctx.compare())],
         tools=("awk", "sort", "uniq"), notes=_notes(ctx, log, SKIP_ACCESS))
@@ -282,20 +289,22 @@ def failing_paths(ctx: StepContext, source) -> StepResult:
     out = ctx.output_path("failing-paths", "txt")
     sentence = ctx.phrase([
         f"For every request path in {log.phrase} that got at least one 5xx response, write "
-        f"`PATH COUNT` (number of 5xx responses) to {out}, most failures first, ties by "
+        f"`PATH COUNT` (number of 5xx responses) to `{out}`, most failures first, ties by "
         "path ascending.",
-        f"List in {out} the paths of {log.phrase} that failed with a server error (status "
+        f"List in `{out}` the paths of {log.phrase} that failed with a server error (status "
         "500-599) as `PATH COUNT`, sorted by count descending then path ascending.",
         f"Which paths of {log.phrase} return server errors? Write one `PATH COUNT` line per "
-        f"path with 5xx responses to {out}, highest count first (equal counts: path order).",
+        f"path with 5xx responses to `{out}`, highest count first (equal counts: path order).",
     ]) + ctx.hint("awk '$9 >= 500'")
     return StepResult(
-        output=Report(path=out, phrase=f"the paths with server errors in {log.phrase}",
-                      lines=lines),
+        output=Report(
+            path=out, phrase=(f"the paths with server errors in {log.phrase} (`PATH COUNT` lines, "
+                               "most errors first)"),
+            lines=lines),
         instruction=sentence,
         solution=(f"awk '{ACCESS_AWK} && $9 >= 500 {{print $7}}' {q(log.path)} | sort | "
                   f"uniq -c | awk '{{print $2, $1}}' | sort -k2,2nr -k1,1 > {q(out)}"),
-        checks=[FileText(f"{out} ranks paths by server errors", path=out,
+        checks=[FileText(f"`{out}` ranks paths by server errors", path=out,
                          expected="".join(line + "\n" for line in lines),
                          compare=ctx.compare(order_matters=True))],
         tools=("awk", "sort", "uniq"), notes=_notes(ctx, log, SKIP_ACCESS))
@@ -310,13 +319,13 @@ def access_to_csv(ctx: StepContext, source) -> StepResult:
                  for r in log.records)
     out = ctx.output_path("requests", "csv")
     sentence = ctx.phrase([
-        f"Convert {log.phrase} to the CSV file {out} with header "
+        f"Convert {log.phrase} to the CSV file `{out}` with header "
         "`ip,time,method,path,status,bytes`, one row per request in log order; `time` is the "
         "bracketed timestamp without brackets and without the `+0000` offset.",
-        f"Write {out}: header `ip,time,method,path,status,bytes`, then one row per request of "
+        f"Write `{out}`: header `ip,time,method,path,status,bytes`, then one row per request of "
         f"{log.phrase} (same order); take the time from inside the brackets, dropping the "
         "`+0000` zone.",
-        f"Build a CSV {out} from {log.phrase} with the columns ip, time (e.g. "
+        f"Build a CSV `{out}` from {log.phrase} with the columns ip, time (e.g. "
         "`29/Nov/2025:10:00:00`, no brackets, no zone), method, path, status and bytes, "
         "header first, requests in their original order.",
     ]) + ctx.hint("awk with gsub on the bracket")
@@ -329,7 +338,7 @@ def access_to_csv(ctx: StepContext, source) -> StepResult:
                   f"{{t=$4; sub(/^\\[/, \"\", t); m=$6; sub(/^\"/, \"\", m); "
                   f"print $1 \",\" t \",\" m \",\" $7 \",\" $9 \",\" $10}}' {q(log.path)}; }} "
                   f"> {q(out)}"),
-        checks=[FileText(f"{out} holds the requests as CSV", path=out, expected=expected,
+        checks=[FileText(f"`{out}` holds the requests as CSV", path=out, expected=expected,
                          compare=ctx.compare(order_matters=True))],
         tools=("awk",), notes=_notes(ctx, log, SKIP_ACCESS))
 
@@ -354,12 +363,12 @@ def merge_sorted(ctx: StepContext, source) -> StepResult:
         raise NotApplicable("the logs hold no records")
     out = ctx.output_path("merged", "log")
     sentence = ctx.phrase([
-        f"Merge the records of {logs.phrase} into {out}, ordered by timestamp; records with "
+        f"Merge the records of {logs.phrase} into `{out}`, ordered by timestamp; records with "
         "the same timestamp keep the order of the file names (alphabetical) and of their "
         "file.",
-        f"Write {out}: every record of {logs.phrase} in one stream sorted by time (a stable "
+        f"Write `{out}`: every record of {logs.phrase} in one stream sorted by time (a stable "
         "sort: equal timestamps stay in file-name order, then line order).",
-        f"Combine {logs.phrase} into a single time-ordered log {out} (stable on ties: "
+        f"Combine {logs.phrase} into a single time-ordered log `{out}` (stable on ties: "
         "alphabetical file order, then original line order), records unchanged.",
     ]) + ctx.hint("sort -s -k1,1")
     lines = tuple(r.line() for r in merged)
@@ -369,7 +378,7 @@ def merge_sorted(ctx: StepContext, source) -> StepResult:
         instruction=sentence,
         solution=(f"for f in {q(logs.path)}/*.log; do awk '{APP_AWK}' \"$f\"; done | "
                   f"sort -s -k1,1 > {q(out)}"),
-        checks=[FileText(f"{out} is the time-ordered merge", path=out,
+        checks=[FileText(f"`{out}` is the time-ordered merge", path=out,
                          expected="".join(line + "\n" for line in lines),
                          compare=ctx.compare(order_matters=True))],
         tools=("awk", "sort"), notes=(SKIP_APP,))
@@ -387,22 +396,24 @@ def error_summary(ctx: StepContext, source) -> StepResult:
     out = ctx.output_path("errors-per-service", "txt")
     sentence = ctx.phrase([
         f"For each log in {logs.phrase}, count its ERROR records and write `SERVICE COUNT` "
-        f"to {out} (SERVICE is the file name without `.log`), services in alphabetical "
+        f"to `{out}` (SERVICE is the file name without `.log`), services in alphabetical "
         "order, zero counts included.",
-        f"Write {out} with one `SERVICE COUNT` line per *.log file of {logs.path}: the service "
+        f"Write `{out}` with one `SERVICE COUNT` line per *.log file of `{logs.path}`: the service "
         "is the file name minus `.log`, COUNT its number of ERROR records; alphabetical "
         "order, include services with 0.",
-        f"Report how many ERROR records each service logged: `SERVICE COUNT` lines in {out} "
-        f"for every .log file in {logs.path}, sorted by service name, zeros included.",
+        f"Report how many ERROR records each service logged: `SERVICE COUNT` lines in `{out}` "
+        f"for every .log file in `{logs.path}`, sorted by service name, zeros included.",
     ]) + ctx.hint("a for loop with awk | wc -l")
     return StepResult(
-        output=Report(path=out, phrase=f"the ERROR count of each service in {logs.phrase}",
-                      lines=lines),
+        output=Report(
+            path=out, phrase=(f"the ERROR count of each service in {logs.phrase} (`SERVICE COUNT` "
+                               "lines, by service name)"),
+            lines=lines),
         instruction=sentence,
         solution=(f"for f in {q(logs.path)}/*.log; do printf '%s %s\\n' "
                   f"\"$(basename \"$f\" .log)\" \"$(awk '{APP_AWK} && $2 == \"ERROR\"' \"$f\" "
                   f"| wc -l)\"; done > {q(out)}"),
-        checks=[FileText(f"{out} counts errors per service", path=out,
+        checks=[FileText(f"`{out}` counts errors per service", path=out,
                          expected="".join(line + "\n" for line in lines),
                          compare=ctx.compare())],
         tools=("awk", "wc"), notes=(SKIP_APP,))
@@ -441,15 +452,15 @@ def rotate_keep(ctx: StepContext, source) -> StepResult:
     names = sorted([p.rsplit("/", 1)[-1] for p in expected_files] +
                    [log.path.rsplit("/", 1)[-1] for log in logs.logs] + listing)
     sentence = ctx.phrase([
-        f"Rotate every `*.log` file in {logs.path} the way logrotate does with `rotate {keep}` "
+        f"Rotate every `*.log` file in `{logs.path}` the way logrotate does with `rotate {keep}` "
         "and `compress`: `X.log.N.gz` becomes `X.log.(N+1).gz`, generations above "
         f"{keep} are deleted, `X.log` is gzip-compressed to `X.log.1.gz` and then emptied "
         "(keep the empty file). Leave other files alone.",
-        f"Apply a log rotation to {logs.path}: for each `X.log`, shift the compressed "
+        f"Apply a log rotation to `{logs.path}`: for each `X.log`, shift the compressed "
         f"generations up by one (`.1.gz`→`.2.gz`...), drop any generation beyond {keep}, "
         "gzip the current log into `X.log.1.gz`, and truncate `X.log` to zero bytes. Do not "
         "touch other files.",
-        f"The logs in {logs.path} must be rotated keeping {keep} compressed generations: "
+        f"The logs in `{logs.path}` must be rotated keeping {keep} compressed generations: "
         "move `X.log.N.gz` to `X.log.(N+1).gz` (deleting what would exceed "
         f"`.{keep}.gz`), compress `X.log` into `X.log.1.gz` and leave `X.log` empty. Other "
         "files stay as they are.",
@@ -466,10 +477,10 @@ def rotate_keep(ctx: StepContext, source) -> StepResult:
         "done\n"
         "cd - >/dev/null")
     return StepResult(
-        output=LogDir(path=logs.path, phrase=f"the rotated logs in {logs.path}",
+        output=LogDir(path=logs.path, phrase=f"the rotated logs in `{logs.path}`",
                       logs=tuple(rotated), mtimes=tuple(None for _ in rotated)),
         instruction=sentence, solution=solution,
-        checks=[TreeListing(f"{logs.path} holds the rotated generations", root=logs.path,
+        checks=[TreeListing(f"`{logs.path}` holds the rotated generations", root=logs.path,
                             expected=tuple(names)),
                 GzipContents.of("the generations hold the right logs", expected_files),
                 *[FileText(f"{log.path} is empty", path=log.path, expected="", compare="exact")
@@ -491,17 +502,17 @@ def compress_old(ctx: StepContext, source) -> StepResult:
     expected = {f"{log.path}.gz": log.text().encode() for log in old}
     absent = [log.path for log in old]
     sentence = ctx.phrase([
-        f"Compress with gzip every `*.log` file in {logs.path} last modified before "
+        f"Compress with gzip every `*.log` file in `{logs.path}` last modified before "
         f"{_stamp(cutoff)}, replacing it by `NAME.log.gz`; newer logs stay uncompressed.",
-        f"Logs in {logs.path} not modified since {_stamp(cutoff)} must be gzip-compressed in "
+        f"Logs in `{logs.path}` not modified since {_stamp(cutoff)} must be gzip-compressed in "
         "place (`X.log` becomes `X.log.gz`); leave more recent logs untouched.",
-        f"Apply the retention policy to {logs.path}: each `*.log` whose modification time is "
+        f"Apply the retention policy to `{logs.path}`: each `*.log` whose modification time is "
         f"older than {_stamp(cutoff)} gets gzipped to `X.log.gz` (the original removed); the "
         "others are kept as they are.",
     ]) + ctx.hint("find -newermt")
     kept = [log for log in logs.logs if log not in old]
     return StepResult(
-        output=LogDir(path=logs.path, phrase=f"the recent logs in {logs.path}",
+        output=LogDir(path=logs.path, phrase=f"the recent logs in `{logs.path}`",
                       logs=tuple(kept), mtimes=tuple(None for _ in kept)),
         instruction=sentence,
         solution=(f"find {q(logs.path)} -maxdepth 1 -name '*.log' ! -newermt @{cutoff} "

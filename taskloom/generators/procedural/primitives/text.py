@@ -52,11 +52,11 @@ def sort_unique(ctx: StepContext, source) -> StepResult:
         raise NotApplicable("already sorted and unique")
     out = ctx.output_path("unique", "txt")
     sentence = ctx.phrase([
-        f"Write the distinct lines of {source.phrase} to {out}, sorted in byte order (as "
+        f"Write the distinct lines of {source.phrase} to `{out}`, sorted in byte order (as "
         "`LC_ALL=C sort` orders them), each once.",
-        f"Deduplicate {source.phrase}: {out} must hold every different line exactly once, in "
+        f"Deduplicate {source.phrase}: `{out}` must hold every different line exactly once, in "
         "ascending byte order.",
-        f"Produce {out} with the unique lines of {source.phrase}, sorted by their bytes "
+        f"Produce `{out}` with the unique lines of {source.phrase}, sorted by their bytes "
         "(C locale order), no repeats.",
     ]) + ctx.hint("sort -u")
     return StepResult(
@@ -64,7 +64,7 @@ def sort_unique(ctx: StepContext, source) -> StepResult:
                         lines=result),
         instruction=sentence,
         solution=f"LC_ALL=C sort -u {q(source.path)} > {q(out)}",
-        checks=[FileText(f"{out} holds the sorted distinct lines", path=out,
+        checks=[FileText(f"`{out}` holds the sorted distinct lines", path=out,
                          expected=_text(result), compare=ctx.compare(order_matters=True))],
         tools=("sort",))
 
@@ -82,22 +82,24 @@ def count_frequency(ctx: StepContext, source) -> StepResult:
     out = ctx.output_path("frequencies", "txt")
     sentence = ctx.phrase([
         f"Find the {top} most frequent lines of {source.phrase} (blank lines ignored) and "
-        f"write them to {out} as `COUNT LINE`, highest count first, equal counts in byte "
+        f"write them to `{out}` as `COUNT LINE`, highest count first, equal counts in byte "
         "order of the line.",
-        f"Write to {out} the top {top} lines of {source.phrase} by number of occurrences, "
+        f"Write to `{out}` the top {top} lines of {source.phrase} by number of occurrences, "
         "each as `COUNT LINE` (a single space between); sort by count descending, then by "
         "the line (C locale); skip blank lines.",
-        f"Which lines repeat most in {source.phrase}? Put the {top} most common in {out} as "
+        f"Which lines repeat most in {source.phrase}? Put the {top} most common in `{out}` as "
         "`COUNT LINE`, descending by count, ties ordered by line bytes, ignoring blank lines.",
     ]) + ctx.hint("sort | uniq -c | sort -k1,1nr")
     solution = (f"grep -v '^[[:space:]]*$' {q(source.path)} | LC_ALL=C sort | uniq -c | "
                 "sed 's/^ *//' | LC_ALL=C sort -s -k1,1nr | "
                 f"head -n {top} > {q(out)}")
     return StepResult(
-        output=Report(path=out, phrase=f"the {top} most frequent lines of {source.phrase}",
-                      lines=result),
+        output=Report(
+            path=out, phrase=(f"the {top} most frequent lines of {source.phrase} (`COUNT LINE`, "
+                               "most frequent first)"),
+            lines=result),
         instruction=sentence, solution=solution,
-        checks=[FileText(f"{out} ranks the most frequent lines", path=out,
+        checks=[FileText(f"`{out}` ranks the most frequent lines", path=out,
                          expected=_text(result), compare=ctx.compare(order_matters=True))],
         tools=("sort", "uniq", "sed"))
 
@@ -111,11 +113,11 @@ def replace_pattern(ctx: StepContext, source) -> StepResult:
     result = tuple(line.replace(word, new) for line in lines)
     out = ctx.output_path("replaced", "txt")
     sentence = ctx.phrase([
-        f"Copy {source.phrase} to {out}, replacing every occurrence of `{word}` with `{new}` "
+        f"Copy {source.phrase} to `{out}`, replacing every occurrence of `{word}` with `{new}` "
         "(case-sensitive, everything else unchanged).",
-        f"Write {out}: the same lines as {source.phrase} but with each `{word}` turned into "
+        f"Write `{out}`: the same lines as {source.phrase} but with each `{word}` turned into "
         f"`{new}`.",
-        f"In a copy of {source.phrase} saved as {out}, substitute `{new}` for all "
+        f"In a copy of {source.phrase} saved as `{out}`, substitute `{new}` for all "
         f"occurrences of `{word}`; do not change anything else.",
     ]) + ctx.hint("sed 's/.../.../g'")
     return StepResult(
@@ -123,7 +125,7 @@ def replace_pattern(ctx: StepContext, source) -> StepResult:
                         lines=result),
         instruction=sentence,
         solution=f"sed 's/{word}/{new}/g' {q(source.path)} > {q(out)}",
-        checks=[FileText(f"{out} has `{word}` replaced", path=out, expected=_text(result),
+        checks=[FileText(f"`{out}` has `{word}` replaced", path=out, expected=_text(result),
                          compare=ctx.compare(order_matters=True))],
         tools=("sed",))
 
@@ -136,11 +138,11 @@ def filter_lines(ctx: StepContext, source) -> StepResult:
     result = tuple(line for line in lines if word in line)
     out = ctx.output_path("matching", "txt")
     sentence = ctx.phrase([
-        f"Save the lines of {source.phrase} that contain `{word}` (case-sensitive) to {out}, "
+        f"Save the lines of {source.phrase} that contain `{word}` (case-sensitive) to `{out}`, "
         "in their original order.",
         f"Filter {source.phrase} down to the lines containing the text `{word}` and write "
-        f"them to {out}, order kept.",
-        f"Write every line of {source.phrase} in which `{word}` appears to {out}, keeping "
+        f"them to `{out}`, order kept.",
+        f"Write every line of {source.phrase} in which `{word}` appears to `{out}`, keeping "
         "the order of the file.",
     ]) + ctx.hint("grep -F")
     return StepResult(
@@ -148,7 +150,7 @@ def filter_lines(ctx: StepContext, source) -> StepResult:
                         lines=result),
         instruction=sentence,
         solution=f"grep -F -- {q(word)} {q(source.path)} > {q(out)}",
-        checks=[FileText(f"{out} holds the lines with `{word}`", path=out,
+        checks=[FileText(f"`{out}` holds the lines with `{word}`", path=out,
                          expected=_text(result), compare=ctx.compare(order_matters=True))],
         tools=("grep",))
 
@@ -162,18 +164,19 @@ def count_lines(ctx: StepContext, source) -> StepResult:
     out = ctx.output_path("count", "txt")
     sentence = ctx.phrase([
         f"Count the lines of {source.phrase} that contain `{word}` and write just the number "
-        f"to {out}.",
+        f"to `{out}`.",
         f"How many lines of {source.phrase} include `{word}`? Write the number alone to "
-        f"{out}.",
-        f"Write to {out} a single number: the count of lines in {source.phrase} containing "
+        f"`{out}`.",
+        f"Write to `{out}` a single number: the count of lines in {source.phrase} containing "
         f"`{word}` (case-sensitive).",
     ]) + ctx.hint("grep -c")
     return StepResult(
-        output=Report(path=out, phrase=f"the number of lines of {source.phrase} containing "
-                      f"`{word}`", lines=(str(count),)),
+        output=Report(
+            path=out, phrase=f"the number of lines of {source.phrase} containing `{word}`",
+            lines=(str(count),)),
         instruction=sentence,
         solution=f"grep -cF -- {q(word)} {q(source.path)} > {q(out)} || true",
-        checks=[FileText(f"{out} holds the count", path=out, expected=f"{count}\n",
+        checks=[FileText(f"`{out}` holds the count", path=out, expected=f"{count}\n",
                          compare=ctx.compare())],
         tools=("grep",))
 
@@ -190,10 +193,10 @@ def head_tail(ctx: StepContext, source) -> StepResult:
     out = ctx.output_path("excerpt", "txt")
     sentence = ctx.phrase([
         f"Write lines {first} to {last} (inclusive, counting from 1) of {source.phrase} to "
-        f"{out}.",
+        f"`{out}`.",
         f"Extract the excerpt of {source.phrase} from line {first} through line {last} "
-        f"(1-based, both included) into {out}.",
-        f"Save {out} containing exactly lines {first}-{last} of {source.phrase} (first line "
+        f"(1-based, both included) into `{out}`.",
+        f"Save `{out}` containing exactly lines {first}-{last} of {source.phrase} (first line "
         "is line 1; both ends included).",
     ]) + ctx.hint("sed -n 'A,Bp'")
     return StepResult(
@@ -201,7 +204,7 @@ def head_tail(ctx: StepContext, source) -> StepResult:
                         lines=result),
         instruction=sentence,
         solution=f"sed -n '{first},{last}p' {q(source.path)} > {q(out)}",
-        checks=[FileText(f"{out} holds lines {first}-{last}", path=out, expected=_text(result),
+        checks=[FileText(f"`{out}` holds lines {first}-{last}", path=out, expected=_text(result),
                          compare=ctx.compare(order_matters=True))],
         tools=("sed",))
 
@@ -215,17 +218,17 @@ def drop_blank(ctx: StepContext, source) -> StepResult:
         raise NotApplicable("no blank lines or trailing whitespace")
     out = ctx.output_path("clean", "txt")
     sentence = ctx.phrase([
-        f"Write {source.phrase} to {out} without its blank lines (empty or only spaces and "
+        f"Write {source.phrase} to `{out}` without its blank lines (empty or only spaces and "
         "tabs) and without trailing spaces or tabs on the other lines.",
-        f"Clean {source.phrase} into {out}: drop lines that are empty or whitespace-only and "
+        f"Clean {source.phrase} into `{out}`: drop lines that are empty or whitespace-only and "
         "strip spaces/tabs at the end of every remaining line.",
-        f"Produce {out} from {source.phrase} with all blank lines removed and trailing "
+        f"Produce `{out}` from {source.phrase} with all blank lines removed and trailing "
         "whitespace trimmed; line order unchanged.",
     ]) + ctx.hint("sed -e 's/[[:blank:]]*$//' -e '/^$/d'")
     return StepResult(
         output=TextFile(path=out, phrase=f"{source.phrase} without blank lines", lines=result),
         instruction=sentence,
         solution=f"sed -e 's/[[:blank:]]*$//' -e '/^$/d' {q(source.path)} > {q(out)}",
-        checks=[FileText(f"{out} has no blank lines", path=out, expected=_text(result),
+        checks=[FileText(f"`{out}` has no blank lines", path=out, expected=_text(result),
                          compare="exact" if ctx.difficulty.strictness > 1 else "lines")],
         tools=("sed",))

@@ -1,0 +1,85 @@
+"""The JSON answers agents ask for, validated by pydantic.
+
+Multi-line text (instruction, scripts, tests, file contents) is a list of lines: small
+models and grammar-constrained decoding handle one short string per line far better than
+one long string full of escaped newlines. Fields have no defaults, so a grammar built from
+the schema makes the model write every one of them.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Answer(BaseModel):
+    """Base of every answer: immutable, unknown keys rejected."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class PlanAnswer(Answer):
+    """The planner's concrete scenario for a blueprint."""
+
+    title: str = Field(min_length=1, description="A short title of the task.")
+    details: list[str] = Field(min_length=1, description="3-6 lines: who asks, which files "
+                               "at which paths, record formats, concrete names and numbers.")
+
+
+class FileAnswer(Answer):
+    """One input file of the environment."""
+
+    path: str = Field(min_length=1, description="Absolute path, e.g. /app/data/sales.csv.")
+    lines: list[str] = Field(description="The file's lines.")
+
+
+class StepAnswer(Answer):
+    """One step of the reference solution."""
+
+    title: str = Field(min_length=1, description="What the step does, in a few words.")
+    commands: list[str] = Field(min_length=1, description="Bash lines of the step.")
+
+
+class DraftAnswer(Answer):
+    """A whole task."""
+
+    instruction: list[str] = Field(min_length=1, description="Lines of what the agent is "
+                                   "told: the goal, input paths, output paths and formats.")
+    workdir: str = Field(min_length=1, description="Absolute working directory, e.g. /app.")
+    files: list[FileAnswer] = Field(description="Input files the environment holds.")
+    setup: list[str] = Field(description="Bash lines run as root when the environment is "
+                             "built (may be empty).")
+    steps: list[StepAnswer] = Field(min_length=1, description="Reference solution steps.")
+    tests: list[str] = Field(min_length=1, description="Lines of a pytest file checking "
+                             "the results at absolute paths.")
+    expected_values: list[str] = Field(description="Exact values the tests expect; the "
+                                       "instruction must not state them.")
+
+
+class RefineAnswer(Answer):
+    """A repair: every field null keeps the draft's value, anything else replaces it."""
+
+    diagnosis: str = Field(min_length=1, description="Why the draft failed, in one line.")
+    instruction: list[str] | None = Field(description="New instruction lines, or null.")
+    files: list[FileAnswer] | None = Field(description="Files to add or replace, or null.")
+    setup: list[str] | None = Field(description="New setup lines, or null.")
+    steps: list[StepAnswer] | None = Field(description="New solution steps, or null.")
+    tests: list[str] | None = Field(description="New pytest file lines, or null.")
+    expected_values: list[str] | None = Field(description="New expected values, or null.")
+
+
+class RewriteAnswer(Answer):
+    """A rewritten instruction (hybrid backend)."""
+
+    instruction: list[str] = Field(min_length=1, description="Lines of the new instruction.")
+
+
+class JudgeAnswer(Answer):
+    """The judge's reading of an instruction against its tests."""
+
+    verdict: Literal["ok", "underspecified", "leak"] = Field(
+        description="ok; underspecified: the tests check something the instruction does "
+                    "not ask for; leak: the instruction gives away expected outputs.")
+    explanation: str = Field(min_length=1, description="One or two sentences: what is "
+                             "missing or leaked, naming the test and the value.")

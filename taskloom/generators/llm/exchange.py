@@ -1,0 +1,102 @@
+"""What an LLM stage asks and gets: requests, recorded exchanges, and stage outputs.
+
+A `ChatRequest` is the logical request (messages, answer schema, seed, which prompt); its
+`key` hashes it with the settings that change the answer (model, temperature...), never
+with how the schema is imposed on the wire or where the server is. A worker's session
+records every `Exchange`; the stage returns them inside `Recorded`, the driver writes
+them to the run store's `llm_cache` table and hands them back as a replay map when it
+submits more work for the same item, so no request is paid for twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+from pydantic import Field
+
+from taskloom.errors import InfrastructureError
+from taskloom.generators.protocols import Blueprint, Draft
+from taskloom.models import Frozen, TaskReport, Usage
+
+
+class ChatMessage(Frozen):
+    """One message of a chat request."""
+
+    role: Literal["system", "user", "assistant"] = Field(description="Who speaks.")
+    content: str = Field(description="What is said.")
+
+
+class ChatRequest(Frozen):
+    """A request for a JSON answer of a given schema."""
+
+    purpose: str = Field(description="Which agent asks: plan, generate, refine, rewrite, judge.")
+    messages: tuple[ChatMessage, ...] = Field(description="The conversation.")
+    answer_name: str = Field(description="Name of the answer schema (tool / schema name).")
+    answer_schema: dict[str, Any] = Field(description="JSON schema the answer must follow.")
+    prompt_fingerprint: str = Field(description="sha256 of the prompt file the request uses.")
+    seed: int | None = Field(default=None, description="Sampling seed sent to the server.")
+    attempt: int = Field(default=0, description="Deliberate re-asks of the same question.")
+
+    def key(self, settings: dict[str, Any]) -> str:
+        """Content hash of this request under `settings` (the cache key)."""
+        text = json.dumps([self.model_dump(mode="json"), settings], sort_keys=True,
+                          separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+class Exchange(Frozen):
+    """One answered request, as stored in the run store's `llm_cache` table."""
+
+    key: str = Field(description="ChatRequest.key under the run's model settings.")
+    purpose: str = Field(description="Which agent asked.")
+    model: str = Field(description="Model that answered.")
+    messages: tuple[ChatMessage, ...] = Field(description="What was asked.")
+    answer_name: str = Field(description="Answer schema name.")
+    answer: str = Field(description="Raw answer text (message content or tool arguments).")
+    finish_reason: str | None = Field(default=None, description="stop, length, tool_calls...")
+    tokens_in: int = Field(default=0, ge=0, description="Prompt tokens.")
+    tokens_out: int = Field(default=0, ge=0, description="Completion tokens.")
+    cost_usd: float = Field(default=0.0, ge=0, description="Dollars at configured prices.")
+    seconds: float = Field(default=0.0, ge=0, description="Wall-clock time of the request.")
+
+    @property
+    def usage(self) -> Usage:
+        """Tokens and dollars of this exchange (one request)."""
+        return Usage(tokens_in=self.tokens_in, tokens_out=self.tokens_out,
+                     cost_usd=self.cost_usd, requests=1)
+
+
+class Recorded(Frozen):
+    """A stage outcome with the exchanges behind it (what an LLM stage function returns).
+
+    A failure travels as data rather than as an exception, so its exchanges reach the
+    driver from any worker process (Ray included) and are cached too.
+    """
+
+    value: Blueprint | Draft | TaskReport | None = Field(
+        default=None, description="The stage result, when there is one.")
+    failure: Literal["rejected", "error"] | None = Field(
+        default=None, description="rejected: no usable result (bad model output); "
+        "error: the infrastructure failed (retried on resume).")
+    reason: str = Field(default="", description="Why the stage failed.")
+    fix: str | None = Field(default=None, description="How to fix an infrastructure error.")
+    exchanges: tuple[Exchange, ...] = Field(default=(),
+                                            description="Every exchange the stage made.")
+    usage: Usage = Field(default_factory=Usage, description="Usage behind the outcome.")
+
+    def unwrap(self) -> Blueprint | Draft | TaskReport:
+        """The value, or the failure raised as the exception the runner expects.
+
+        Raises:
+            GenerationFailed: The model's output gave no usable result.
+            InfrastructureError: The model server (or the sandbox) failed.
+        """
+        from taskloom.generators.procedural.assemble import GenerationFailed
+
+        if self.failure == "rejected":
+            raise GenerationFailed(self.reason)
+        if self.failure == "error" or self.value is None:
+            raise InfrastructureError(self.reason or "the stage returned nothing", fix=self.fix)
+        return self.value

@@ -1,0 +1,159 @@
+"""Export a run's accepted tasks: a Harbor dataset, JSONL, Parquet or a Hugging Face dataset.
+
+```
+harbor   <out>/<task_id>/...   the task folders, byte for byte
+         <out>/dataset.toml    Harbor's dataset manifest: [dataset] and one [[tasks]]
+                               name + digest ("sha256:<hex>") per task
+         <out>/README.md       the dataset card
+jsonl    <out>/tasks.jsonl + README.md
+parquet  <out>/data/train-*.parquet + README.md
+hf       <out>/ save_to_disk files + data/train-*.parquet + README.md
+```
+
+The Harbor manifest follows Harbor's `DatasetManifest` (harbor/models/dataset/manifest.py
+in the harbor-framework repository: `schema_version = "1.0"`, a `[dataset]` table with an
+`org/name`, and `[[tasks]]` entries of `name` (`org/name`) and `digest` (`sha256:<64
+hex>`)); a local dataset is a folder of task folders, which `harbor run -p DIR` runs
+(harborframework.com/docs/datasets). Only tasks in the run's `tasks` table (accepted,
+filtered, exported) are exported; every other item is counted, with its reason, in the
+card and the manifest's header.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Literal
+
+import tomli_w
+from pydantic import Field
+
+from taskloom.errors import InputError
+from taskloom.models import Frozen
+from taskloom.outputs.archive import folder_files, harbor_digest, write_files
+from taskloom.outputs.card import dataset_card
+from taskloom.outputs.dataset import check_repo_id, write_hf, write_jsonl, write_parquet
+from taskloom.outputs.harbor import read_task_folder
+from taskloom.outputs.rows import task_rows
+from taskloom.outputs.run import LeftOut, RunData, load_run, run_metrics
+
+ExportFormat = Literal["harbor", "jsonl", "parquet", "hf"]
+FORMATS: tuple[str, ...] = ("harbor", "jsonl", "parquet", "hf")
+DATASET_SCHEMA_VERSION = "1.0"  # Harbor's dataset.toml schema
+
+
+class ExportSummary(Frozen):
+    """What an export wrote."""
+
+    format: ExportFormat = Field(description="The format written.")
+    out: Path = Field(description="The export folder.")
+    name: str = Field(description="Dataset name, org/name.")
+    tasks: int = Field(description="Tasks exported.")
+    left_out: tuple[LeftOut, ...] = Field(description="Items not exported, by reason.")
+    files: tuple[Path, ...] = Field(description="Files and task folders written.")
+
+    @property
+    def left_out_total(self) -> int:
+        """Items of the run not exported."""
+        return sum(group.count for group in self.left_out)
+
+
+def export_run(run_dir: Path, fmt: str, out: Path, *, name: str | None = None,
+               license_id: str = "apache-2.0", force: bool = False) -> ExportSummary:
+    """Export the accepted tasks of the run in `run_dir` to the folder `out`.
+
+    The export is written into a temporary sibling and renamed into place, so `out` is
+    either complete or untouched.
+
+    Raises:
+        InputError: Unknown format, bad dataset name, a run with no exported task, or an
+            `out` that exists and is not empty (without `force`).
+    """
+    if fmt not in FORMATS:
+        raise InputError(f"unknown export format {fmt!r}", field="--format",
+                         fix=f"use one of: {', '.join(FORMATS)}")
+    data = load_run(run_dir)
+    name = check_repo_id(name or f"taskloom/run-{data.run.id}", "--name")
+    if not data.tasks:
+        raise InputError("the run has no exported task", path=run_dir,
+                         fix="finish the run (`taskloom generate --resume --out RUN`)")
+    if out.exists() and any(out.iterdir()) and not force:
+        raise InputError("exists and is not empty", path=out,
+                         fix="choose another --out, or pass --force to replace it")
+    staging = out.with_name(f".{out.name}.partial-{os.getpid()}")
+    if staging.exists():
+        shutil.rmtree(staging)
+    staging.mkdir(parents=True)
+    try:
+        written = _write(data, fmt, staging, name, license_id)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    if out.exists():
+        shutil.rmtree(out)
+    staging.rename(out)
+    return ExportSummary(format=fmt, out=out, name=name, tasks=len(data.tasks),
+                         left_out=data.left_out,
+                         files=tuple(out / p.relative_to(staging) for p in written))
+
+
+def _write(data: RunData, fmt: str, out: Path, name: str, license_id: str) -> list[Path]:
+    metrics = run_metrics(data)
+    card = dataset_card(data, metrics, name=name, fmt=fmt, license_id=license_id)
+    (out / "README.md").write_text(card, encoding="utf-8")
+    written = [out / "README.md"]
+    if fmt == "harbor":
+        return written + _write_harbor(data, out, name)
+    rows = list(task_rows(data))
+    if fmt == "jsonl":
+        return written + write_jsonl(rows, out)
+    if fmt == "parquet":
+        return written + write_parquet(rows, out)
+    return written + write_hf(rows, out, description=_description(data),
+                              license_id=license_id)
+
+
+def _description(data: RunData) -> str:
+    return (f"{len(data.tasks)} verified terminal tasks made by taskloom (run {data.run.id}, "
+            f"seed {data.run.seed}).")
+
+
+def _write_harbor(data: RunData, out: Path, name: str) -> list[Path]:
+    entries = []
+    written = []
+    for task in data.tasks:
+        files = folder_files(task.folder)
+        parsed = read_task_folder(task.folder)  # a folder Harbor cannot read is an error
+        package = parsed.config.task.name if parsed.config.task else f"taskloom/{task.task_id}"
+        entries.append({"name": package, "digest": harbor_digest(files)})
+        written.append(write_files(files, out / task.task_id))
+    manifest = out / "dataset.toml"
+    manifest.write_text(dataset_toml(data, name, entries), encoding="utf-8")
+    return [manifest, *written]
+
+
+def dataset_toml(data: RunData, name: str, tasks: list[dict[str, str]]) -> str:
+    """Harbor's dataset.toml for the tasks, with a comment header saying what was left out.
+
+    Args:
+        data: The run.
+        name: Dataset name, org/name.
+        tasks: One {"name": org/name, "digest": "sha256:<hex>"} per task.
+    """
+    header = [f"# Harbor dataset manifest written by taskloom from run {data.run.id} "
+              f"(seed {data.run.seed}).",
+              f"# {len(tasks)} tasks exported; {data.left_out_total} items of the run left out:"]
+    header += [f"#   {group.count} {group.status}: {group.reason or '-'}"
+               for group in data.left_out] or ["#   none"]
+    document = {
+        "schema_version": DATASET_SCHEMA_VERSION,
+        "dataset": {
+            "name": name,
+            "description": _description(data),
+            "keywords": ["taskloom", "terminal", "synthetic",
+                         *sorted({t.scenario for t in data.tasks})],
+        },
+        "tasks": tasks,
+    }
+    return "\n".join(header) + "\n\n" + tomli_w.dumps(document)

@@ -1,0 +1,182 @@
+"""The one row schema of every dataset export (JSONL, Parquet, Hugging Face).
+
+`TaskRow` defines the columns: their names, types and descriptions. The Arrow schema
+(Parquet, and through it the Hugging Face `Features`) is derived from it by
+`arrow_schema()`, JSONL is `TaskRow.model_dump_json()` (bytes as URL-safe base64), and the
+dataset card lists the columns from the same field descriptions, so the three formats
+cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import types
+import typing
+from collections import defaultdict
+from collections.abc import Iterator
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from taskloom.generators.protocols import Difficulty
+from taskloom.models import Frozen, Task
+from taskloom.outputs.archive import FolderFile, folder_files, harbor_digest, pack
+from taskloom.outputs.run import RunData, RunTask
+from taskloom.validators.coverage import action_complexity
+
+ROW_SCHEMA_VERSION = "1"
+
+
+class FileEntry(Frozen):
+    """One file of a task folder section."""
+
+    path: str = Field(description="POSIX path inside its section folder.")
+    content: bytes = Field(description="Exact file bytes.")
+    mode: int = Field(description="Permission bits (420 = 0o644, 493 = 0o755).")
+
+
+class VerdictSummary(Frozen):
+    """One check of the validation that accepted the task."""
+
+    check: str = Field(description="structure, build, nop, oracle, mutations, leakage...")
+    passed: bool = Field(description="True (accepted tasks passed every check).")
+    reason: str | None = Field(description="Reason code of a failure; null when passed.")
+    details: str = Field(description="What the check found, in a sentence.")
+    seconds: float = Field(description="Seconds the check took.")
+
+
+class Provenance(Frozen):
+    """Where a task came from."""
+
+    run_id: str = Field(description="Id of the run that made it.")
+    run_seed: int = Field(description="Seed of that run.")
+    item: int = Field(description="Item index in the run.")
+    round: int = Field(description="Refine rounds before it was accepted (0 = first draft).")
+    seed: int = Field(description="Seed every generation choice of this task derives from.")
+    generator: str = Field(description="Backend and version that wrote it.")
+    backend: str = Field(description="Run backend: procedural, llm or hybrid.")
+    taskloom_version: str = Field(description="taskloom version of the run.")
+    created: str = Field(description="When the run started (ISO 8601, UTC).")
+
+
+class TaskRow(Frozen):
+    """One task of a dataset export."""
+
+    task_id: str = Field(description="Task id: the Harbor folder name.")
+    name: str = Field(description="Harbor package name from task.toml [task].name (org/name).")
+    instruction: str = Field(description="instruction.md: what the agent is told.")
+    scenario: str = Field(description="Scenario id the task is set in.")
+    skills: tuple[str, ...] = Field(description="Skill ids, in workflow order.")
+    categories: tuple[str, ...] = Field(description="Categories of those skills.")
+    difficulty: Difficulty = Field(description="Difficulty vector: seven levels, 1 (easy) "
+                                               "to 3 (hard).")
+    dockerfile: str = Field(description="environment/Dockerfile text.")
+    environment_files: tuple[FileEntry, ...] = Field(
+        description="environment/ files (the Dockerfile and what it COPYs), by path.")
+    solution_files: tuple[FileEntry, ...] = Field(
+        description="solution/ files (solve.sh: the reference solution), by path.")
+    test_files: tuple[FileEntry, ...] = Field(
+        description="tests/ files (test.sh and the pytest checks), by path.")
+    solution_commands: int = Field(description="Commands in solve.sh (action complexity).")
+    solution_tools: tuple[str, ...] = Field(description="Distinct programs solve.sh runs.")
+    verdicts: tuple[VerdictSummary, ...] = Field(
+        description="The checks of the validation that accepted it.")
+    fingerprint: str = Field(description="taskloom content fingerprint (sha256 hex).")
+    digest: str = Field(description="Harbor content hash of the folder (sha256:<hex>), as "
+                                    "pinned in dataset.toml.")
+    provenance: Provenance = Field(description="Run, item, seeds and generator.")
+    archive: bytes = Field(description="The whole task folder as a reproducible tar.gz "
+                                       "(entries <task_id>/...).")
+    archive_sha256: str = Field(description="sha256 hex of `archive`.")
+
+
+def task_rows(data: RunData) -> Iterator[TaskRow]:
+    """The rows of a run's exported tasks, in item order (folders read byte for byte)."""
+    from taskloom.outputs.harbor import read_task_folder
+    from taskloom.pipeline.runner import STORE_NAME
+    from taskloom.pipeline.store import RunStore
+
+    with RunStore(data.root / STORE_NAME, read_only=True) as store:
+        rows = store.query('SELECT item, round, "check", passed, reason, details, seconds '
+                           "FROM verdicts ORDER BY item, round, rowid")
+    verdicts: dict[tuple[int, int], list[VerdictSummary]] = defaultdict(list)
+    for item, round_, check, passed, reason, details, seconds in rows:
+        verdicts[(item, round_)].append(VerdictSummary(
+            check=check, passed=passed, reason=reason, details=details or "",
+            seconds=seconds or 0.0))
+    for task in data.tasks:
+        yield task_row(data, task, read_task_folder(task.folder),
+                       tuple(verdicts.get((task.item, task.round), ())))
+
+
+def task_row(data: RunData, task: RunTask, parsed: Task,
+             verdicts: tuple[VerdictSummary, ...]) -> TaskRow:
+    """The row of one exported task."""
+    files = folder_files(task.folder)
+    archive = pack(task.task_id, files)
+    metadata = parsed.config.metadata
+    solve = parsed.file("solution", "solve.sh")
+    complexity = action_complexity(solve.content.decode("utf-8", errors="replace")
+                                   if solve else "")
+    return TaskRow(
+        task_id=task.task_id,
+        name=parsed.config.task.name if parsed.config.task else f"taskloom/{task.task_id}",
+        instruction=parsed.instruction, scenario=task.scenario, skills=task.skills,
+        categories=task.categories, difficulty=Difficulty.model_validate(task.difficulty),
+        dockerfile=parsed.dockerfile or "",
+        environment_files=_entries(files, "environment"),
+        solution_files=_entries(files, "solution"), test_files=_entries(files, "tests"),
+        solution_commands=complexity.commands, solution_tools=complexity.tools,
+        verdicts=verdicts, fingerprint=task.fingerprint, digest=harbor_digest(files),
+        provenance=Provenance(
+            run_id=data.run.id, run_seed=data.run.seed, item=task.item, round=task.round,
+            seed=int(metadata.get("seed", 0)), generator=str(metadata.get("generator", "")),
+            backend=data.run.backend, taskloom_version=data.run.taskloom_version,
+            created=data.run.created_iso),
+        archive=archive, archive_sha256=hashlib.sha256(archive).hexdigest())
+
+
+def _entries(files: tuple[FolderFile, ...], section: str) -> tuple[FileEntry, ...]:
+    prefix = f"{section}/"
+    return tuple(FileEntry(path=f.path[len(prefix):], content=f.content, mode=f.mode)
+                 for f in files if f.path.startswith(prefix))
+
+
+# -- the Arrow schema, derived from TaskRow ------------------------------------------------
+
+def arrow_schema():
+    """The Arrow schema of `TaskRow` (field descriptions kept as field metadata)."""
+    import pyarrow as pa
+
+    return pa.schema([_arrow_field(name, info.annotation, info.description)
+                      for name, info in TaskRow.model_fields.items()])
+
+
+def _arrow_field(name: str, annotation: Any, description: str | None):
+    import pyarrow as pa
+
+    kind, nullable = _arrow_type(annotation)
+    return pa.field(name, kind, nullable=nullable,
+                    metadata={"description": description or ""})
+
+
+def _arrow_type(annotation: Any) -> tuple[Any, bool]:
+    import pyarrow as pa
+
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin in (typing.Union, types.UnionType) and type(None) in args:
+        inner = next(a for a in args if a is not type(None))
+        return _arrow_type(inner)[0], True
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+        return pa.list_(_arrow_type(args[0])[0]), False
+    if origin is Literal:
+        return _arrow_type(type(args[0]))[0], False
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return pa.struct([_arrow_field(n, i.annotation, i.description)
+                          for n, i in annotation.model_fields.items()]), False
+    simple = {str: pa.string(), bytes: pa.binary(), int: pa.int64(), float: pa.float64(),
+              bool: pa.bool_()}
+    if annotation in simple:
+        return simple[annotation], False
+    raise TypeError(f"no Arrow type for {annotation!r}; extend _arrow_type")

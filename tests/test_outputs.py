@@ -1,0 +1,381 @@
+"""Exports (Harbor, JSONL, Parquet, Hugging Face), import round trips, the Hub push boundary
+and the HTML report rendered in headless Chromium, on a real run.
+
+The run is made by the real runner (Docker sandboxes, a DuckDB store, task folders). The
+procedural generator's drafts all pass validation, so the fixture adds what a real corpus
+also has: a rejected item (a copy of a task whose solution does nothing, validated for
+real) and a duplicate, both recorded through the store API the runner writes with.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import stat
+import struct
+import subprocess
+import sys
+import tomllib
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from taskloom.config import ValidationConfig, load_run_config
+from taskloom.errors import InfrastructureError, InputError
+from taskloom.models import ReasonCode
+from taskloom.outputs.dataset import (
+    HubUpload,
+    hub_token,
+    hub_upload,
+    import_dataset,
+    push_to_hub,
+    read_rows,
+)
+from taskloom.outputs.export import export_run
+from taskloom.outputs.rows import TaskRow, arrow_schema
+from taskloom.pipeline.runner import Runner
+from taskloom.pipeline.store import RunStore
+
+pytestmark = pytest.mark.docker
+TASKLOOM = [sys.executable, "-m", "taskloom.cli"]
+# No test here may reach the Hugging Face Hub: offline mode, and an endpoint on loopback
+# where nothing listens, in case a library ignored offline mode.
+OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1",
+           "HF_ENDPOINT": "http://127.0.0.1:9"}
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch):
+    for key, value in OFFLINE.items():
+        monkeypatch.setenv(key, value)
+
+
+def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file under root: bytes and permission bits."""
+    return {p.relative_to(root).as_posix(): (p.read_bytes(), stat.S_IMODE(p.stat().st_mode))
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def items_left_out(run_dir: Path) -> int:
+    """Items of the run that are not exported (over-target, rejected, duplicate)."""
+    with RunStore(run_dir / "run.duckdb", read_only=True) as store:
+        return store.query("SELECT count(*) FROM items WHERE item NOT IN "
+                           "(SELECT item FROM tasks)")[0][0]
+
+
+def harbor_digest_of(folder: Path) -> str:
+    """Harbor's task content hash, computed from the folder on disk (independently of
+    taskloom's implementation): sha256 over sorted `path NUL sha256 LF` records."""
+    records = []
+    for path in folder.rglob("*"):
+        relative = path.relative_to(folder).as_posix()
+        if path.is_file() and (relative in ("task.toml", "instruction.md", "README.md") or
+                               relative.split("/")[0] in ("environment", "solution", "tests")):
+            records.append(f"{relative}\0{hashlib.sha256(path.read_bytes()).hexdigest()}\n")
+    return "sha256:" + hashlib.sha256("".join(sorted(records)).encode()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory, docker_client_ready) -> Path:
+    from taskloom.sandbox.docker_runtime import DockerRuntime
+    from taskloom.validators.engine import validate_folder
+
+    root = tmp_path_factory.mktemp("outputs")
+    out = root / "run"
+    summary = Runner(load_run_config(None, ["count=3", "seed=21", "workers=2"]), out).run()
+    assert summary.exported == 3
+    source = sorted((out / "tasks").iterdir())[0]
+    broken = root / "broken" / "broken-copy"
+    shutil.copytree(source, broken)
+    (broken / "solution" / "solve.sh").write_text("#!/bin/bash\nexit 0\n")
+    runtime = DockerRuntime(docker_client_ready)
+    try:
+        report = validate_folder(broken, runtime, ValidationConfig(repeats=1))
+    finally:
+        runtime.close()
+    assert not report.accepted and ReasonCode.ORACLE_FAILS in report.reasons
+    meta = tomllib.loads((source / "task.toml").read_text())["metadata"]
+    rejected, duplicate = summary.items, summary.items + 1
+    with RunStore(out / "run.duckdb") as store, store.transaction() as db:
+        store.put_verdicts(db, rejected, 0, report.task, report.verdicts)
+        common = {"task_id": report.task, "scenario": meta["scenario"],
+                  "skills": meta["skills"], "difficulty": meta["difficulty"], "rounds": 0}
+        store.put_item(db, rejected, stage="validate", status="rejected",
+                       reason=", ".join(str(r) for r in report.reasons), **common)
+        store.put_item(db, duplicate, stage="validate", status="duplicate",
+                       reason="same content as an earlier task", **common)
+    return out
+
+
+@pytest.fixture(scope="module")
+def exports(run_dir, tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("exports")
+    return {fmt: export_run(run_dir, fmt, root / fmt, name="acme/terminal-demo").out
+            for fmt in ("harbor", "jsonl", "parquet", "hf")}
+
+
+def test_harbor_export_is_the_task_folders_plus_a_pinned_manifest(run_dir, exports):
+    out = exports["harbor"]
+    tasks = run_dir / "tasks"
+    exported = {p.name for p in out.iterdir() if p.is_dir()}
+    assert exported == {p.name for p in tasks.iterdir()}
+    assert "broken-copy" not in exported
+    for name in exported:
+        assert snapshot(out / name) == snapshot(tasks / name), name
+    manifest = tomllib.loads((out / "dataset.toml").read_text())
+    assert manifest["schema_version"] == "1.0"
+    assert manifest["dataset"]["name"] == "acme/terminal-demo"
+    pinned = {entry["name"]: entry["digest"] for entry in manifest["tasks"]}
+    assert len(pinned) == 3
+    for name in exported:
+        package = tomllib.loads((out / name / "task.toml").read_text())["task"]["name"]
+        assert pinned[package] == harbor_digest_of(out / name)
+    header = (out / "dataset.toml").read_text().split("schema_version")[0]
+    assert "1 rejected: oracle-fails" in header and "1 duplicate" in header
+    card = (out / "README.md").read_text()
+    assert "| rejected | oracle-fails | 1 |" in card
+    assert "| duplicate | same content as an earlier task | 1 |" in card
+    assert "harbor run -p . -a oracle" in card
+
+
+def test_harbor_export_passes_the_validation_protocol(exports):
+    """Harbor's oracle must score 1 and its nop agent 0: exactly what `validate` proves."""
+    result = subprocess.run([*TASKLOOM, "validate", str(exports["harbor"]), "-w", "2",
+                             "--report", str(exports["harbor"].parent / "validation.json")],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "3 accepted, 0 rejected of 3" in result.stdout
+
+
+def test_every_format_has_one_schema(run_dir, exports):
+    import datasets
+    import pyarrow.parquet as pq
+
+    schema = arrow_schema()
+    assert schema.field("archive").type == "binary"
+    assert schema.field("difficulty").type.num_fields == 7
+    shards = sorted((exports["parquet"] / "data").glob("*.parquet"))
+    assert shards and pq.read_schema(shards[0]).remove_metadata().equals(
+        schema.remove_metadata(), check_metadata=False)
+    hf = datasets.load_from_disk(str(exports["hf"]))
+    assert hf.features == datasets.Features.from_arrow_schema(schema)
+    assert hf.features["archive"] == datasets.Value("binary")
+    assert hf.num_rows == 3
+    hf_shards = sorted((exports["hf"] / "data").glob("*.parquet"))
+    assert pq.read_table(hf_shards[0]).num_rows == 3
+    lines = (exports["jsonl"] / "tasks.jsonl").read_text().splitlines()
+    assert len(lines) == 3
+    assert list(json.loads(lines[0])) == list(TaskRow.model_fields)
+    rows = {fmt: [row for _, row in read_rows(exports[fmt])] for fmt in ("jsonl", "parquet",
+                                                                          "hf")}
+    assert rows["jsonl"] == rows["parquet"] == rows["hf"]
+    first = rows["hf"][0]
+    assert first.provenance.item == 0 and first.skills and first.instruction.strip()
+    assert [v.check for v in first.verdicts][:3] == ["structure", "build", "nop"]
+    assert all(v.passed for v in first.verdicts)
+    assert first.solution_commands > 0 and first.solution_tools
+    assert hashlib.sha256(first.archive).hexdigest() == first.archive_sha256
+    card = (exports["hf"] / "README.md").read_text()
+    assert card.startswith("---\nlicense: apache-2.0\n")
+    assert "path: data/train-*.parquet" in card
+    for column in TaskRow.model_fields:
+        assert f"| `{column}` |" in card
+    assert "## Skill coverage" in card and "## Difficulty" in card
+    assert "| tasks in this dataset | 3 |" in card
+    assert f"| items left out | {items_left_out(run_dir)} |" in card
+
+
+@pytest.mark.parametrize("fmt", ["hf", "jsonl", "parquet"])
+def test_import_gives_back_byte_identical_folders(run_dir, exports, tmp_path, fmt):
+    written = import_dataset(exports[fmt], tmp_path / "tasks")
+    assert len(written) == 3
+    assert snapshot(tmp_path / "tasks") == snapshot(run_dir / "tasks")
+    with pytest.raises(InputError, match="task folder exists"):
+        import_dataset(exports[fmt], tmp_path / "tasks")
+
+
+def test_import_refuses_a_damaged_archive(exports, tmp_path):
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    lines = (exports["jsonl"] / "tasks.jsonl").read_text().splitlines()
+    row = json.loads(lines[1])
+    row["archive_sha256"] = "0" * 64
+    lines[1] = json.dumps(row)
+    (damaged / "tasks.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError, match=r"tasks.jsonl:2: archive does not match"):
+        import_dataset(damaged, tmp_path / "out")
+    with pytest.raises(InputError, match="Harbor export"):
+        import_dataset(exports["harbor"], tmp_path / "out")
+
+
+def test_cli_export_says_what_was_left_out(run_dir, tmp_path):
+    result = subprocess.run([*TASKLOOM, "export", str(run_dir), "--format", "jsonl", "--out",
+                             str(tmp_path / "j")], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "exported 3 tasks as jsonl" in result.stdout
+    assert f"left out {items_left_out(run_dir)} items" in result.stdout
+    assert "1 rejected: oracle-fails" in result.stdout
+    again = subprocess.run([*TASKLOOM, "export", str(run_dir), "--format", "jsonl", "--out",
+                            str(tmp_path / "j")], capture_output=True, text=True, timeout=300)
+    assert again.returncode == 2 and "--force" in again.stderr
+    shown = subprocess.run([*TASKLOOM, "runs", "show", str(run_dir)], capture_output=True,
+                           text=True, timeout=300)
+    assert shown.returncode == 0, shown.stderr
+    for metric in ("skill coverage", "transition coverage", "scenario entropy",
+                   "skill-category entropy", "action complexity", "near-duplicate rate"):
+        assert metric in shown.stdout
+    assert "(1 dropped)" in shown.stdout  # the duplicate item
+
+
+class RecordingHub:
+    """Stands in for huggingface_hub.HfApi at the network boundary: records the calls."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, tuple, dict]] = []
+
+    def create_repo(self, *args, **kwargs):
+        self.calls.append(("create_repo", args, kwargs))
+
+    def upload_folder(self, *args, **kwargs):
+        self.calls.append(("upload_folder", args, kwargs))
+
+
+def test_push_builds_the_hub_calls(exports):
+    upload = hub_upload(exports["hf"], "acme/terminal-demo", private=True)
+    assert upload == HubUpload(repo_id="acme/terminal-demo", folder=exports["hf"].resolve(),
+                               private=True,
+                               commit_message="Upload acme/terminal-demo (taskloom export)")
+    hub = RecordingHub()
+    url = push_to_hub(upload, "hf_test", api=hub)
+    assert url.endswith("/datasets/acme/terminal-demo")
+    (create, create_args, create_kwargs), (upload_call, _, upload_kwargs) = hub.calls
+    assert create == "create_repo" and create_args == ("acme/terminal-demo",)
+    assert create_kwargs == {"repo_type": "dataset", "private": True, "exist_ok": True,
+                             "token": "hf_test"}
+    assert upload_call == "upload_folder"
+    assert upload_kwargs["repo_type"] == "dataset"
+    assert upload_kwargs["folder_path"] == str(exports["hf"].resolve())
+    assert upload_kwargs["allow_patterns"] == ["README.md", "data/*.parquet"]
+    with pytest.raises(InputError, match="not ORG/NAME"):
+        hub_upload(exports["hf"], "no-slash")
+    with pytest.raises(InputError, match="not an hf export"):
+        hub_upload(exports["jsonl"], "acme/x")
+
+
+def test_push_fails_clearly_offline_and_without_token(exports, monkeypatch, tmp_path):
+    upload = hub_upload(exports["hf"], "acme/terminal-demo")
+    with pytest.raises(InfrastructureError, match="cannot push to the Hugging Face Hub"):
+        push_to_hub(upload, "hf_not_a_real_token")  # offline mode: nothing is sent
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))  # no saved login here
+    with pytest.raises(InputError, match="no Hugging Face token"):
+        hub_token()
+
+
+def test_cli_push_without_token_fails_before_exporting(run_dir, tmp_path):
+    env = {**os.environ, **OFFLINE, "HF_HOME": str(tmp_path / "hf-home")}
+    env.pop("HF_TOKEN", None)
+    result = subprocess.run([*TASKLOOM, "export", str(run_dir), "--format", "hf", "--out",
+                             str(tmp_path / "hf"), "--push", "acme/demo"], env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2
+    assert "no Hugging Face token" in result.stderr and "HF_TOKEN" in result.stderr
+    assert not (tmp_path / "hf").exists()
+    env["HF_TOKEN"] = "hf_not_a_real_token"
+    offline = subprocess.run([*TASKLOOM, "export", str(run_dir), "--format", "hf", "--out",
+                              str(tmp_path / "hf"), "--push", "acme/demo"], env=env,
+                             capture_output=True, text=True, timeout=300)
+    assert offline.returncode == 2
+    assert "cannot push to the Hugging Face Hub" in offline.stderr
+    assert (tmp_path / "hf" / "README.md").is_file()  # the local export is complete
+
+
+# -- the HTML report in a real browser --------------------------------------------------------
+
+class Marks(HTMLParser):
+    """Collects element ids, and the bars (with their labels) of each chart."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ids: dict[str, str] = {}
+        self.bars: dict[str, list[str]] = {}
+        self.tags: set[str] = set()
+        self.circles: dict[str, int] = {}
+        self._svg: list[str] = []
+        self._figure: str | None = None
+        self.external: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        attributes = dict(attrs)
+        self.tags.add(tag)
+        if "id" in attributes:
+            self.ids[attributes["id"]] = tag
+            if tag == "figure":
+                self._figure = attributes["id"]
+        for key in ("src", "href"):
+            if key in attributes:
+                self.external.append(attributes[key])
+        if tag == "svg":
+            self._svg.append(attributes.get("id") or self._figure or "")
+        elif tag == "rect" and "bar" in (attributes.get("class") or "").split() and self._svg:
+            self.bars.setdefault(self._svg[-1], []).append(attributes.get("data-label", ""))
+        elif tag == "circle" and self._svg:
+            self.circles[self._svg[-1]] = self.circles.get(self._svg[-1], 0) + 1
+
+    def handle_endtag(self, tag):
+        if tag == "svg" and self._svg:
+            self._svg.pop()
+        if tag == "figure":
+            self._figure = None
+
+
+def chromium(*args: str, profile: Path) -> subprocess.CompletedProcess:
+    binary = shutil.which("chromium")
+    if binary is None:
+        pytest.fail("Debian's chromium is not installed: run scripts/setup.sh --dev")
+    profile.mkdir()
+    return subprocess.run([binary, "--headless", "--no-sandbox", "--disable-gpu",
+                           "--disable-quic", "--no-first-run", "--disable-background-networking",
+                           "--disable-component-update", "--disable-sync",
+                           f"--user-data-dir={profile}", *args],
+                          capture_output=True, text=True, timeout=180)
+
+
+def test_report_renders_every_plot_in_chromium(run_dir, tmp_path):
+    page = tmp_path / "report.html"
+    result = subprocess.run([*TASKLOOM, "report", str(run_dir), "--out", str(page)],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    html = page.read_text()
+    assert "<script" not in html.lower() and "url(" not in html
+    dumped = chromium("--dump-dom", page.as_uri(), profile=tmp_path / "profile-dom")
+    assert dumped.returncode == 0, dumped.stderr[-2000:]
+    marks = Marks()
+    marks.feed(dumped.stdout)
+    assert marks.external == []  # no external asset of any kind
+    for chart in ("funnel", "cost", "scenarios", "difficulty", "rejections", "complexity",
+                  "tools"):
+        assert marks.ids.get(chart) == "svg", chart
+    assert marks.ids.get("skill-coverage") == "figure"
+    assert marks.circles.get("skill-coverage", 0) >= 74  # a dot per skill of the graph
+    funnel = marks.bars["funnel"]
+    assert "plan in" in funnel and "export out" in funnel
+    scenarios = {tomllib.loads((p / "task.toml").read_text())["metadata"]["scenario"]
+                 for p in (run_dir / "tasks").iterdir()}
+    assert sorted(marks.bars["scenarios"]) == sorted(scenarios)
+    assert len(marks.bars["difficulty"]) == 7 * 3
+    assert "oracle-fails" in marks.bars["rejections"]
+    assert 'data-reason="oracle-fails"' in dumped.stdout  # the example log
+    assert "near-duplicates dropped" in dumped.stdout and "metrics" in marks.ids
+
+    shot = tmp_path / "report.png"
+    taken = chromium(f"--screenshot={shot}", "--window-size=1280,3000", page.as_uri(),
+                     profile=tmp_path / "profile-shot")
+    assert taken.returncode == 0, taken.stderr[-2000:]
+    header = shot.read_bytes()[:24]
+    assert header[:8] == b"\x89PNG\r\n\x1a\n"
+    assert struct.unpack(">II", header[16:24]) == (1280, 3000)
+    assert shot.stat().st_size > 50_000  # a blank page is a few kilobytes
