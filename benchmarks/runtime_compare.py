@@ -67,11 +67,11 @@ def run(name: str, folders: list[Path], workers: int, repeats: int) -> tuple[flo
                                                                              dict]:
     """Validate every folder on runtime `name`: (tasks/min, CPU ms per task, verdicts)."""
     config = ValidationConfig(repeats=repeats)
-    runtime = open_runtime(name)
-    cpu, started = busy_cpu_seconds(), time.perf_counter()
-    jobs = (lambda f=f: validate_folder(f, runtime, config) for f in folders)
-    reports = list(validate_all(jobs, runtime, workers=workers))
-    elapsed = time.perf_counter() - started
+    with open_runtime(name) as runtime:
+        cpu, started = busy_cpu_seconds(), time.perf_counter()
+        jobs = (lambda f=f: validate_folder(f, runtime, config) for f in folders)
+        reports = list(validate_all(jobs, runtime, workers=workers))
+        elapsed = time.perf_counter() - started
     cpu_ms = (busy_cpu_seconds() - cpu) * 1000 / len(folders)
     rejected = [r for r in reports if not r.accepted]
     if rejected:

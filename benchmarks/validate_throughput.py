@@ -53,11 +53,11 @@ def run_taskloom(client, folders: list[Path], workers: int, repeats: int) -> flo
     import time
 
     config = ValidationConfig(repeats=repeats)
-    runtime = DockerRuntime(client)
-    started = time.perf_counter()
-    jobs = (lambda f=f: validate_folder(f, runtime, config) for f in folders)
-    reports = list(validate_all(jobs, runtime, workers=workers))
-    rate = len(folders) / (time.perf_counter() - started) * 60
+    with DockerRuntime(client) as runtime:
+        started = time.perf_counter()
+        jobs = (lambda f=f: validate_folder(f, runtime, config) for f in folders)
+        reports = list(validate_all(jobs, runtime, workers=workers))
+        rate = len(folders) / (time.perf_counter() - started) * 60
     rejected = [r for r in reports if not r.accepted]
     if rejected:
         raise SystemExit(f"{len(rejected)} benchmark tasks were rejected: {rejected[0]}")

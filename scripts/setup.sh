@@ -23,6 +23,8 @@ missing=()
 command -v dockerd >/dev/null || missing+=(docker.io)
 command -v debootstrap >/dev/null || missing+=(debootstrap)
 command -v bwrap >/dev/null || missing+=(bubblewrap)
+# The HTML report test renders the page in headless Chromium.
+if [ "$extras" = dev ] && ! command -v chromium >/dev/null; then missing+=(chromium); fi
 if [ ${#missing[@]} -gt 0 ]; then
   say "installing ${missing[*]}"
   as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
@@ -39,6 +41,11 @@ fi
 if [ ! -x .venv/bin/python ]; then
   say "creating .venv"
   python3 -m venv .venv
+fi
+if [ "$extras" = dev ]; then
+  # The embedding tests need torch; this pin is the CPU build (any other pulls CUDA, GBs).
+  say "installing torch==2.13.0 (CPU) into .venv"
+  .venv/bin/python -m pip install -q --disable-pip-version-check torch==2.13.0
 fi
 say "installing taskloom${extras:+ [$extras]} into .venv"
 spec="."

@@ -15,6 +15,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -46,11 +47,11 @@ GraphOption = Annotated[list[Path] | None, typer.Option(
                     "(same ids replace ours).")]
 
 console = Console(stderr=True)
-out = Console()
+stdout = Console()
 
 
 def _fail(error: TaskloomError) -> typer.Exit:
-    console.print(f"[bold red]error:[/] {error}", highlight=False)
+    console.print(f"[bold red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
     return typer.Exit(code=2)
 
 
@@ -110,7 +111,7 @@ def validate(
     started = time.monotonic()
     reports = []
     try:
-        with _progress() as progress:
+        with runtime, _progress() as progress:
             bar = progress.add_task("validating", total=len(folders), status="")
             jobs = (lambda f=folder: validate_folder(f, runtime, config) for folder in folders)
             for task_report in validate_all(jobs, runtime, workers=workers):
@@ -130,7 +131,7 @@ def validate(
     accepted = sum(r.accepted for r in reports)
     rate = len(reports) / elapsed * 60 if elapsed else 0.0
     _write_report(report, reports, config, elapsed)
-    out.print(f"{accepted} accepted, {len(reports) - accepted} rejected of {len(reports)} "
+    stdout.print(f"{accepted} accepted, {len(reports) - accepted} rejected of {len(reports)} "
               f"in {elapsed:.1f} s ({rate:.0f} tasks/min); report: {report}")
     raise typer.Exit(0 if accepted == len(reports) else 1)
 
@@ -146,13 +147,13 @@ def _print_reports(reports, show_logs: bool) -> None:
         why = "; ".join(f"[bold]{v.reason}[/]: {v.details}" for v in failed)
         result = "[green]accepted[/]" if item.accepted else "[red]rejected[/]"
         table.add_row(item.task, result, why, f"{item.seconds:.1f}")
-    out.print(table)
+    stdout.print(table)
     if show_logs:
         for item in reports:
             for verdict in item.verdicts:
                 if not verdict.passed and verdict.log:
-                    out.rule(f"{item.task}: {verdict.check} ({verdict.reason})")
-                    out.print(verdict.log, markup=False, highlight=False)
+                    stdout.rule(f"{item.task}: {verdict.check} ({verdict.reason})")
+                    stdout.print(verdict.log, markup=False, highlight=False)
 
 
 def _write_report(path: Path, reports, config, elapsed: float) -> None:
@@ -202,13 +203,28 @@ def generate(
     overrides: Annotated[list[str] | None, typer.Option(
         "--set", help="Override a config key, e.g. --set validation.repeats=3 "
                       "--set difficulty.noise=3 (repeatable).")] = None,
-    backend: Annotated[str | None, typer.Option(help="procedural (offline default), llm or "
-                                                     "hybrid.")] = None,
+    backend: Annotated[str | None, typer.Option(help="procedural (offline default), llm (a "
+                                                     "model writes tasks) or hybrid (a model "
+                                                     "rewrites procedural instructions).")
+                       ] = None,
+    model: Annotated[str | None, typer.Option(help="Model name for llm/hybrid and the judge "
+                                                   "(default $TASKLOOM_LLM_MODEL). Other "
+                                                   "model settings: --set llm.KEY=VALUE.")
+                     ] = None,
+    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible server, e.g. "
+                                                      "http://127.0.0.1:8080/v1 (default "
+                                                      "$OPENAI_BASE_URL, else OpenAI).")
+                        ] = None,
     runtime: Annotated[str | None, typer.Option(help="Sandbox runtime: docker or bwrap.")
                        ] = None,
     executor: Annotated[str | None, typer.Option(help="local (threads) or ray.")] = None,
     scenario: Annotated[str | None, typer.Option(help="Only this scenario (see `taskloom "
                                                       "graph stats`).")] = None,
+    reference: Annotated[list[Path] | None, typer.Option(
+        "--reference", help="Folder of Harbor tasks (e.g. a benchmark; repeatable): drop "
+                            "generated tasks too similar to any of them (needs the embed "
+                            "extra; threshold: --set diversity.reference_threshold=0.9).")
+                         ] = None,
 ) -> None:
     """Generate verified tasks: plan → generate → validate ⇄ refine → filter → export.
 
@@ -220,7 +236,10 @@ def generate(
     from taskloom.pipeline.store import RunStore
 
     options = {"count": count, "seed": seed, "workers": workers, "backend": backend,
-               "runtime": runtime, "executor": executor, "scenario": scenario}
+               "runtime": runtime, "executor": executor, "scenario": scenario,
+               "llm.model": model, "llm.base_url": base_url,
+               "diversity.reference": [str(p.resolve()) for p in reference] if reference
+               else None}
     try:
         base = config_file
         stored: dict | None = None
@@ -244,6 +263,7 @@ def generate(
     except TaskloomError as exc:
         raise _fail(exc) from exc
     _print_funnel(summary.funnel)
+    _print_metrics(summary.out, summary.metrics)
     console.print(f"[bold]{summary.exported}[/] verified tasks of {summary.target} wanted "
                   f"({summary.items} items tried) in {summary.seconds:.1f} s; tasks in "
                   f"{summary.out / 'tasks'}, run store {summary.out / STORE_NAME}")
@@ -289,7 +309,7 @@ def _print_funnel(rows: list[dict]) -> None:
                       "-" if row["yield"] is None else f"{row['yield']:.0%}",
                       "-" if row["median_seconds"] is None else f"{row['median_seconds']:.2f}",
                       str(row["tokens"]), f"{row['cost_usd']:.4f}")
-    out.print(table)
+    stdout.print(table)
 
 
 @runs_app.command("list")
@@ -317,7 +337,7 @@ def runs_list(root: Annotated[Path, typer.Option(help="Folder holding run direct
         table.add_row(str(path.parent.relative_to(root)), row.get("status", "?"), str(verified),
                       str(row.get("target", "?")), str(items), str(row.get("seed", "?")),
                       str(row.get("backend", "?")))
-    out.print(table if found else f"no runs under {root}")
+    stdout.print(table if found else f"no runs under {root}")
 
 
 @runs_app.command("show")
@@ -341,27 +361,27 @@ def runs_show(run: Annotated[Path, typer.Argument(help="A run directory.")]) -> 
     except TaskloomError as exc:
         raise _fail(exc) from exc
     if row is None:
-        out.print("empty run store")
+        stdout.print("empty run store")
         return
-    out.print(f"[bold]run {row['id']}[/] status {row['status']}, seed {row['seed']}, backend "
+    stdout.print(f"[bold]run {row['id']}[/] status {row['status']}, seed {row['seed']}, backend "
               f"{row['backend']}, target {row['target']}")
-    out.print("items: " + ", ".join(f"{s or 'in progress'} {n}" for s, n in statuses))
-    out.print(f"coverage: {skills} distinct skills, {scenarios} scenarios in exported tasks")
+    stdout.print("items: " + ", ".join(f"{s or 'in progress'} {n}" for s, n in statuses))
+    stdout.print(f"coverage: {skills} distinct skills, {scenarios} scenarios in exported tasks")
     _print_metrics(run)
     if funnel:
         _print_funnel([{"stage": f[0], "in": f[1], "out": f[2], "yield": f[3],
                         "median_seconds": f[4], "tokens": f[5], "cost_usd": f[6]}
                        for f in funnel])
     if reasons:
-        out.print("failed checks: " + ", ".join(f"{r} {n}" for r, n in reasons))
+        stdout.print("failed checks: " + ", ".join(f"{r} {n}" for r, n in reasons))
 
 
-def _print_metrics(run: Path) -> None:
+def _print_metrics(run: Path, metrics=None) -> None:
     """The corpus diversity metrics of a run's dataset (taskloom.validators.coverage)."""
     from taskloom.outputs.run import load_run, run_metrics
 
     try:
-        metrics = run_metrics(load_run(run))
+        metrics = metrics or run_metrics(load_run(run))
     except TaskloomError as exc:
         raise _fail(exc) from exc
     table = Table(title="diversity", show_header=False)
@@ -379,7 +399,7 @@ def _print_metrics(run: Path) -> None:
             ("near-duplicate rate", f"{metrics.near_duplicate_rate:.1%} "
                                     f"({metrics.near_duplicates} dropped)")):
         table.add_row(name, value)
-    out.print(table)
+    stdout.print(table)
 
 
 @app.command("export")
@@ -415,16 +435,16 @@ def export_command(
             check_repo_id(push)
             token = hub_token()
         summary = export_run(run, fmt, output, name=name, license_id=license_id, force=force)
-        out.print(f"exported {summary.tasks} tasks as {summary.format} to {summary.out} "
+        stdout.print(f"exported {summary.tasks} tasks as {summary.format} to {summary.out} "
                   f"(dataset {summary.name})")
         if summary.left_out:
-            out.print(f"left out {summary.left_out_total} items of the run:")
+            stdout.print(f"left out {summary.left_out_total} items of the run:")
             for group in summary.left_out:
-                out.print(f"  {group.count} {group.status}: {group.reason or '-'}",
+                stdout.print(f"  {group.count} {group.status}: {group.reason or '-'}",
                           markup=False, highlight=False)
         if push:
             url = push_to_hub(hub_upload(summary.out, push, private=private), token)
-            out.print(f"pushed to {url}")
+            stdout.print(f"pushed to {url}")
     except TaskloomError as exc:
         raise _fail(exc) from exc
 
@@ -443,7 +463,7 @@ def import_command(
         written = import_dataset(export, output, force=force)
     except TaskloomError as exc:
         raise _fail(exc) from exc
-    out.print(f"imported {len(written)} task folders into {output} (checked against their "
+    stdout.print(f"imported {len(written)} task folders into {output} (checked against their "
               "sha256 and Harbor digests)")
 
 
@@ -464,7 +484,123 @@ def report_command(
         path = write_report(run, output)
     except TaskloomError as exc:
         raise _fail(exc) from exc
-    out.print(f"wrote {path} ({path.stat().st_size // 1024} KiB); open it in a browser")
+    stdout.print(f"wrote {path} ({path.stat().st_size // 1024} KiB); open it in a browser")
+
+
+@app.command()
+def make(
+    request: Annotated[str, typer.Argument(help='What the task is about, e.g. "rotate nginx '
+                                                'logs and keep 5".', show_default=False)],
+    count: Annotated[int, typer.Option("--count", "-k", min=1, max=20,
+                                       help="Candidates to generate and validate.")] = 3,
+    difficulty: Annotated[str | None, typer.Option(
+        help="easy|medium|hard, or levels like noise=3,steps=2 (over words in the "
+             "request).")] = None,
+    out: Annotated[Path, typer.Option(help="Folder to write the task into.")] = Path("tasks"),
+    shell_: Annotated[bool, typer.Option("--shell", help="Then open a shell in the task's "
+                                                         "environment.")] = False,
+    runtime: Annotated[str, typer.Option(help="Sandbox runtime: docker or bwrap.")] = "docker",
+    seed: Annotated[int, typer.Option(help="Seed; another seed gives other candidates.")] = 0,
+) -> None:
+    """Make one verified task from a sentence, offline, in seconds.
+
+    Prints what it understood (skills and scenario with scores, difficulty, named paths and
+    numbers) and where the task is. A request that matches no skill gets the nearest
+    skills instead of a random task.
+    """
+    from taskloom.generators.backends import skill_graph
+    from taskloom.generators.request import difficulty_from_option
+    from taskloom.pipeline.on_demand import make as make_task
+    from taskloom.sandbox.runtime import open_runtime
+    from taskloom.validators.embeddings import load_embedder
+
+    try:
+        levels = difficulty_from_option(difficulty)
+        with console.status("understanding the request"):
+            embedder = load_embedder()
+        with open_runtime(runtime) as sandbox, console.status(
+                f"generating and validating {count} candidates"):
+            result = make_task(request, graph=skill_graph(()), embedder=embedder,
+                               runtime=sandbox, count=count, difficulty=levels, out=out,
+                               seed=seed)
+    except TaskloomError as exc:
+        raise _fail(exc) from exc
+    understood = result.request
+    stdout.print("[bold]understood[/]")
+    stdout.print("  skills:   " + ", ".join(f"{m.id} ({m.score:.2f})" for m in understood.skills))
+    stdout.print(f"  scenario: {understood.scenario.id} ({understood.scenario.score:.2f})")
+    if understood.difficulty:
+        stdout.print("  difficulty: " + ", ".join(f"{k}={v}" for k, v in
+                                              understood.difficulty.items()))
+    named = [*understood.paths, *understood.file_names, *map(str, understood.numbers)]
+    if named:
+        kept = set(result.honored)
+        stdout.print("  named:    " + ", ".join(f"{n} ({'used' if n in kept else 'not used'})"
+                                              for n in named))
+    task = result.task
+    stdout.print(f"[bold green]verified[/] {task.name}: skills "
+                 f"{' -> '.join(task.config.metadata.get('skills', []))} "
+                 f"({result.accepted} of {result.candidates} candidates passed, "
+                 f"{result.seconds:.1f} s)", soft_wrap=True)
+    stdout.print(f"  task folder: {result.folder}", soft_wrap=True)
+    stdout.print("  try it: add --shell, or after an attempt in a running environment "
+                 f"`taskloom check {result.folder} --container NAME`", soft_wrap=True)
+    if shell_:
+        _open_shell(task, Path(result.folder))
+
+
+def _open_shell(task, folder: Path) -> None:
+    from taskloom.sandbox import live
+
+    with console.status("building the environment"):
+        name = live.start(task)
+    console.print(f"container [bold]{name}[/]: work in it, then from another terminal "
+                  f"`taskloom check {folder} --container {name}`; exit the shell to remove it",
+                  soft_wrap=True)
+    try:
+        live.shell(name)
+    finally:
+        live.stop(name)
+
+
+@app.command()
+def check(
+    folder: Annotated[Path, typer.Argument(help="The task folder.")],
+    container: Annotated[str | None, typer.Option(
+        help="A running environment to check (from `make --shell`); without it a fresh "
+             "environment is built and checked.")] = None,
+) -> None:
+    """Run a task's tests against the current state of a live environment.
+
+    Prints the reward and the checks that fail, so a person or an agent can attempt the
+    task and see how far they got. Exit 0 when the reward is 1.
+    """
+    from taskloom.outputs.harbor import read_task_folder
+    from taskloom.sandbox import live
+
+    try:
+        task = read_task_folder(folder)
+        name = container
+        if name is None:
+            with console.status("building a fresh environment"):
+                name = live.start(task)
+        try:
+            result = live.check(task, name)
+        finally:
+            if container is None:
+                live.stop(name)
+    except TaskloomError as exc:
+        raise _fail(exc) from exc
+    if result.reward is None:
+        stdout.print(f"[red]no reward[/]: {result.reward_error}")
+    else:
+        color = "green" if result.reward >= 1 else "red"
+        stdout.print(f"reward [bold {color}]{result.reward:g}[/]")
+    if result.failed:
+        stdout.print("failing checks:")
+        for name_ in result.failed:
+            stdout.print(f"  - {name_}")
+    raise typer.Exit(0 if result.reward is not None and result.reward >= 1 else 1)
 
 
 @base_image_app.command("build")
@@ -482,7 +618,7 @@ def base_image_build(
         client = docker_client(timeout=900)
         usable, status = base_image.base_image_status(client)
         if usable and not force:
-            out.print(f"{status} already built (use --force to rebuild)")
+            stdout.print(f"{status} already built (use --force to rebuild)")
             return
         log = lambda line: console.print(f"  {line}", highlight=False, markup=False)  # noqa: E731
         with console.status(f"building {base_image.BASE_IMAGE} (about a minute)"):
@@ -490,7 +626,7 @@ def base_image_build(
                 base_image.build_from_registry(client, from_registry, log=log)
             else:
                 base_image.build_offline(client, log=log)
-        out.print(base_image.base_image_status(client)[1])
+        stdout.print(base_image.base_image_status(client)[1])
     except TaskloomError as exc:
         raise _fail(exc) from exc
 
@@ -517,7 +653,7 @@ def base_image_export(
             raise typer.BadParameter("--from is docker or debootstrap")
     except TaskloomError as exc:
         raise _fail(exc) from exc
-    out.print(f"{found.image}: {found.path} ({found.source}, made {found.created})")
+    stdout.print(f"{found.image}: {found.path} ({found.source}, made {found.created})")
 
 
 @base_image_app.command("show")
@@ -525,8 +661,8 @@ def base_image_show() -> None:
     """Print the base image name, version and toolbox packages."""
     from taskloom.sandbox import base_image
 
-    out.print(f"{base_image.BASE_IMAGE} (toolbox {base_image.TOOLBOX_DIGEST})")
-    out.print(" ".join(base_image.TOOLBOX_PACKAGES))
+    stdout.print(f"{base_image.BASE_IMAGE} (toolbox {base_image.TOOLBOX_DIGEST})")
+    stdout.print(" ".join(base_image.TOOLBOX_PACKAGES))
 
 
 def _load_graph(extra: list[Path] | None):
@@ -543,7 +679,7 @@ def graph_check(graph: GraphOption = None) -> None:
     """Check the graph: references, reachability and input/output types. Exit 1 on problems."""
     loaded = _load_graph(graph)
     stats = loaded.stats()
-    out.print(f"[green]ok[/]: {stats['skills']} skills, {stats['scenarios']} scenarios, "
+    stdout.print(f"[green]ok[/]: {stats['skills']} skills, {stats['scenarios']} scenarios, "
               f"{stats['types']} types, {stats['transitions']} typed transitions")
 
 
@@ -559,7 +695,7 @@ def graph_stats(graph: GraphOption = None,
     stats["procedural_primitives"] = len(set(PRIMITIVES) & set(loaded.skills))
     stats["skills_without_primitive"] = sorted(set(loaded.skills) - set(PRIMITIVES))
     if as_json:
-        out.print_json(data=stats)
+        stdout.print_json(data=stats)
         return
     table = Table(show_header=False)
     for key, value in stats.items():
@@ -568,7 +704,7 @@ def graph_stats(graph: GraphOption = None,
         elif isinstance(value, list):
             value = ", ".join(value) or "-"
         table.add_row(key, str(value))
-    out.print(table)
+    stdout.print(table)
 
 
 @graph_app.command("show")
@@ -590,7 +726,7 @@ def graph_show(
         raise typer.Exit(2) from exc
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(text, encoding="utf-8")
-    out.print(f"wrote {output} ({len(text) // 1024} KiB); open it in a browser")
+    stdout.print(f"wrote {output} ({len(text) // 1024} KiB); open it in a browser")
 
 
 @app.command()
@@ -609,7 +745,7 @@ def doctor() -> None:
                   "optional": "[yellow]not installed[/]",
                   "unavailable": "[yellow]unavailable[/]"}[check.status]
         table.add_row(check.component, status, escape(check.detail), escape(check.fix))
-    out.print(table)
+    stdout.print(table)
     if any(check.status == "missing" for check in checks):
         raise typer.Exit(1)
 

@@ -88,16 +88,55 @@ class LLMConfig(Frozen):
     structured_output: Literal["auto", "json_schema", "json_object", "tools"] = Field(
         default="auto", description="How answers are constrained to a JSON schema; auto "
         "tries json_schema, then json_object with a schema (llama.cpp), then tool calls.")
+    grammar_max_items: int | None = Field(
+        default=None, ge=1, description="Longest list a grammar-constrained answer "
+        "(json_object, tools) may hold; small models can loop on a list forever.")
     judge: bool = Field(default=False,
                         description="Add the LLM judge to validation (underspecified, leak).")
 
     def output_settings(self) -> dict:
         """The settings that change what the model answers (part of every cache key)."""
         return self.model_dump(include={"model", "temperature", "max_tokens",
-                                        "structured_output"})
+                                        "structured_output", "grammar_max_items"})
 
 
 OPENAI_URL = "https://api.openai.com/v1"
+
+
+class DiversityConfig(Frozen):
+    """The corpus filter (near-duplicates, decontamination) and coverage steering.
+
+    Embeddings (the filter and `reference`) need the `embed` extra; steering needs nothing.
+    """
+
+    enabled: bool = Field(default=False, description="Drop tasks whose embedding is within "
+                          "`threshold` of an earlier kept task (needs the embed extra).")
+    model: str = Field(default="sentence-transformers/all-MiniLM-L6-v2",
+                       description="sentence-transformers model name or folder path; the "
+                       "default ships with the embed extra and works offline.")
+    download: bool = Field(default=False, description="Let sentence-transformers download a "
+                           "named model from the Hugging Face Hub (default: local only).")
+    threshold: float = Field(default=0.97, gt=0, le=1, description="Cosine similarity at or "
+                             "above which a task duplicates an earlier kept one.")
+    reference: tuple[str, ...] = Field(default=(), description="Folders of Harbor tasks (e.g. "
+                                       "a benchmark): generated tasks too similar to any of "
+                                       "them are dropped (decontamination).")
+    reference_threshold: float | None = Field(default=None, gt=0, le=1, description="Cosine "
+                                              "similarity for reference matches (default: "
+                                              "`threshold`).")
+    steering: bool = Field(default=True, description="Plan toward skills and transitions the "
+                           "run's exported tasks cover least.")
+    steering_lag: int = Field(default=32, ge=1, le=10_000, description="Item i is planned "
+                              "from the tasks exported among items < i - lag (fixed, so runs "
+                              "stay deterministic; planning waits for that frontier).")
+    steering_strength: float = Field(default=1.0, ge=0, le=10, description="Exponent of the "
+                                     "under-coverage weight 1 / (1 + uses); 0 = plain "
+                                     "sampling.")
+
+    @property
+    def embeds(self) -> bool:
+        """True when the filter needs embeddings (near-duplicates or a reference set)."""
+        return self.enabled or bool(self.reference)
 
 
 class RunConfig(Frozen):
@@ -126,6 +165,9 @@ class RunConfig(Frozen):
                                          description="Validation protocol settings.")
     llm: LLMConfig = Field(default_factory=LLMConfig,
                            description="Model server for the llm/hybrid backends and judge.")
+    diversity: DiversityConfig = Field(default_factory=DiversityConfig,
+                                       description="Near-duplicate filter, decontamination "
+                                       "against reference tasks, coverage steering.")
 
     @property
     def item_limit(self) -> int:

@@ -379,3 +379,14 @@ def test_report_renders_every_plot_in_chromium(run_dir, tmp_path):
     assert header[:8] == b"\x89PNG\r\n\x1a\n"
     assert struct.unpack(">II", header[16:24]) == (1280, 3000)
     assert shot.stat().st_size > 50_000  # a blank page is a few kilobytes
+
+
+def test_parquet_shards_stream_and_still_round_trip(run_dir, tmp_path, monkeypatch):
+    import taskloom.outputs.dataset as dataset
+
+    monkeypatch.setattr(dataset, "SHARD_BYTES", 1)  # one task per shard
+    out = export_run(run_dir, "hf", tmp_path / "hf").out
+    shards = sorted(p.name for p in (out / "data").iterdir())
+    assert shards == [f"train-0000{i}-of-00003.parquet" for i in range(3)]
+    import_dataset(out, tmp_path / "tasks")
+    assert snapshot(tmp_path / "tasks") == snapshot(run_dir / "tasks")

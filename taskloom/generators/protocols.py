@@ -13,6 +13,7 @@ from typing import Literal, Protocol
 from pydantic import Field
 
 from taskloom.models import Frozen, Task, Usage, Verdict
+from taskloom.skill_graph.steering import CoverageSnapshot
 
 Level = Literal[1, 2, 3]
 DIMENSIONS = ("steps", "tool_breadth", "data_volume", "noise", "specification",
@@ -57,6 +58,9 @@ class Blueprint(Frozen):
                                  description="Scenario linking each consecutive skill pair.")
     difficulty: Difficulty = Field(description="Difficulty vector.")
     details: str = Field(default="", description="Concrete scenario details (LLM planner).")
+    numbers: tuple[int, ...] = Field(
+        default=(), description="Numbers a request named (keep 5, top 3): a step whose "
+                                "parameter range holds one uses it.")
     usage: Usage = Field(default_factory=Usage, description="Model usage of planning.")
 
 
@@ -73,9 +77,13 @@ class Draft(Frozen):
 
 
 class Planner(Protocol):
-    """Turns an item index into a blueprint; a pure function of (config, graph, index)."""
+    """Turns an item index into a blueprint; a pure function of (config, graph, index).
 
-    def plan(self, index: int) -> Blueprint:
+    With coverage steering on, the run also passes a `CoverageSnapshot` (what the tasks
+    exported among items < index - lag cover); a planner may favour what it lacks or ignore it.
+    """
+
+    def plan(self, index: int, coverage: CoverageSnapshot | None = None) -> Blueprint:
         """The blueprint of item `index`."""
         ...
 

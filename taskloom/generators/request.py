@@ -10,7 +10,6 @@ matches well it raises `NoMatch` with the nearest skills, never a random guess.
 from __future__ import annotations
 
 import re
-from typing import Protocol
 
 import numpy as np
 from pydantic import Field
@@ -19,6 +18,7 @@ from taskloom.errors import InputError
 from taskloom.generators.protocols import DIMENSIONS
 from taskloom.models import Frozen
 from taskloom.skill_graph.model import SkillGraph
+from taskloom.validators.embeddings import Embedder
 
 MIN_SKILL_SCORE = 0.30  # cosine similarity below which a request matches no skill
 SKILL_MARGIN = 0.06  # skills within this of the best count as matched too
@@ -48,14 +48,6 @@ PATH = re.compile(r"(?<![\w.])(/(?:[\w.@+-]+/?)+)")
 FILE_NAME = re.compile(r"\b([\w-]+\.(?:log|csv|json|db|sqlite|txt|conf|ini|tar\.gz|tgz|zip|"
                        r"gz|sh|py|md|toml|yaml|yml))\b")
 NUMBER = re.compile(r"\b(\d{1,4}|" + "|".join(NUMBER_WORDS) + r")\b")
-
-
-class Embedder(Protocol):
-    """Turns texts into L2-normalized vectors."""
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        """One row per text."""
-        ...
 
 
 class Match(Frozen):

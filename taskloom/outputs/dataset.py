@@ -11,13 +11,14 @@ the Hub.
 
 Every format holds the rows of `taskloom.outputs.rows.TaskRow`; `read_rows` accepts any
 of them. `datasets` and `pyarrow` are optional (`pip install 'taskloom[hf]'`) and imported
-only here, where they are used.
+where they are used, with an install hint when missing.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -27,35 +28,25 @@ from pydantic import Field, ValidationError
 from taskloom.errors import InfrastructureError, InputError, TaskFolderError
 from taskloom.models import Frozen
 from taskloom.outputs.archive import harbor_digest, unpack, write_files
-from taskloom.outputs.rows import TaskRow, arrow_schema
+from taskloom.outputs.rows import HF_HINT, TaskRow, arrow_schema, require_pyarrow
 
 JSONL_NAME = "tasks.jsonl"
 PARQUET_DIR = "data"
-SHARD_BYTES = 256 * 1024 * 1024  # archive bytes per Parquet shard (the Hub likes < 500 MB)
+SHARD_BYTES = 128 * 1024 * 1024  # raw row bytes per Parquet shard (zstd makes it smaller)
 REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
-_HF_HINT = "install the Hugging Face extras: pip install 'taskloom[hf]' (datasets, pyarrow)"
-
-
-def _pyarrow():
-    try:
-        import pyarrow
-        import pyarrow.parquet
-    except ImportError as exc:
-        raise InputError("pyarrow is not installed", fix=_HF_HINT) from exc
-    return pyarrow
 
 
 def _datasets():
     try:
         import datasets
     except ImportError as exc:
-        raise InputError("the `datasets` package is not installed", fix=_HF_HINT) from exc
+        raise InputError("the `datasets` package is not installed", fix=HF_HINT) from exc
     return datasets
 
 
 def arrow_table(rows: Sequence[TaskRow]):
     """The rows as one Arrow table with the `TaskRow` schema."""
-    pa = _pyarrow()
+    pa = require_pyarrow()
     return pa.Table.from_pylist([row.model_dump() for row in rows], schema=arrow_schema())
 
 
@@ -68,44 +59,66 @@ def write_jsonl(rows: Iterable[TaskRow], out: Path) -> list[Path]:
     return [path]
 
 
-def write_parquet(rows: Sequence[TaskRow], out: Path) -> list[Path]:
-    """Write `out/data/train-XXXXX-of-YYYYY.parquet` shards of at most ~SHARD_BYTES."""
-    pa = _pyarrow()
-    shards: list[list[TaskRow]] = [[]]
-    size = 0
-    for row in rows:
-        if shards[-1] and size + len(row.archive) > SHARD_BYTES:
-            shards.append([])
-            size = 0
-        shards[-1].append(row)
-        size += len(row.archive)
+def write_parquet(rows: Iterable[TaskRow], out: Path) -> list[Path]:
+    """Write `out/data/train-XXXXX-of-YYYYY.parquet`, streaming shards of ~SHARD_BYTES.
+
+    Rows are consumed as they come, so memory holds one shard, whatever the run size.
+    """
+    pa = require_pyarrow()
     folder = out / PARQUET_DIR
     folder.mkdir(parents=True, exist_ok=True)
-    written = []
-    for index, shard in enumerate(shards):
-        path = folder / f"train-{index:05d}-of-{len(shards):05d}.parquet"
-        pa.parquet.write_table(arrow_table(shard), path, compression="zstd")
-        written.append(path)
-    return written
+    parts: list[Path] = []
+    pending: list[TaskRow] = []
+    size = 0
+
+    def flush() -> None:
+        part = folder / f".part-{len(parts):05d}.parquet"
+        pa.parquet.write_table(arrow_table(pending), part, compression="zstd")
+        parts.append(part)
+
+    for row in rows:
+        row_size = len(row.archive) + sum(len(f.content) for f in (
+            *row.environment_files, *row.solution_files, *row.test_files))
+        if pending and size + row_size > SHARD_BYTES:
+            flush()
+            pending, size = [], 0
+        pending.append(row)
+        size += row_size
+    if pending or not parts:
+        flush()
+    shards = []
+    for index, part in enumerate(parts):
+        shard = folder / f"train-{index:05d}-of-{len(parts):05d}.parquet"
+        part.rename(shard)
+        shards.append(shard)
+    return shards
 
 
-def write_hf(rows: Sequence[TaskRow], out: Path, *, description: str,
+def write_hf(rows: Iterable[TaskRow], out: Path, *, description: str,
              license_id: str) -> list[Path]:
-    """Write a Hugging Face dataset: `save_to_disk` files plus the Parquet shards."""
+    """Write a Hugging Face dataset: the Parquet shards, then `save_to_disk` files.
+
+    The dataset is built from the shards memory-mapped, so a large run never sits in
+    memory whole.
+    """
     datasets = _datasets()
-    table = arrow_table(rows)
-    info = datasets.DatasetInfo(description=description, license=license_id,
-                                features=datasets.Features.from_arrow_schema(table.schema))
-    dataset = datasets.Dataset.from_list(table.to_pylist(), features=info.features, info=info,
-                                         split="train")
+    shards = write_parquet(rows, out)
+    features = datasets.Features.from_arrow_schema(arrow_schema())
     bars = datasets.is_progress_bar_enabled()
     datasets.disable_progress_bars()  # the CLI prints its own summary
     try:
-        dataset.save_to_disk(str(out))
+        with tempfile.TemporaryDirectory(prefix="taskloom-hf-") as cache:
+            dataset = datasets.Dataset.from_parquet([str(p) for p in shards],
+                                                    features=features, cache_dir=cache,
+                                                    split="train")
+            dataset.info.description = description
+            dataset.info.license = license_id
+            dataset.save_to_disk(str(out))
+            del dataset
     finally:
         if bars:
             datasets.enable_progress_bars()
-    return sorted(p for p in out.iterdir() if p.is_file()) + write_parquet(rows, out)
+    return sorted(p for p in out.iterdir() if p.is_file()) + shards
 
 
 DatasetFormat = Literal["hf", "jsonl", "parquet"]
@@ -146,7 +159,7 @@ def read_rows(folder: Path) -> Iterator[tuple[str, TaskRow]]:
         for index, record in enumerate(dataset):
             yield f"{folder} row {index}", _row(record, f"{folder} row {index}")
         return
-    pa = _pyarrow()
+    pa = require_pyarrow()
     for path in sorted((folder / PARQUET_DIR).glob("*.parquet")):
         for index, record in enumerate(pa.parquet.read_table(path).to_pylist()):
             yield f"{path} row {index}", _row(record, f"{path} row {index}")
@@ -244,7 +257,7 @@ def _hub():
     try:
         import huggingface_hub
     except ImportError as exc:
-        raise InputError("huggingface_hub is not installed", fix=_HF_HINT) from exc
+        raise InputError("huggingface_hub is not installed", fix=HF_HINT) from exc
     return huggingface_hub
 
 

@@ -76,8 +76,10 @@ def export_run(run_dir: Path, fmt: str, out: Path, *, name: str | None = None,
     data = load_run(run_dir)
     name = check_repo_id(name or f"taskloom/run-{data.run.id}", "--name")
     if not data.tasks:
-        raise InputError("the run has no exported task", path=run_dir,
-                         fix="finish the run (`taskloom generate --resume --out RUN`)")
+        raise InputError(f"the run has no exported task ({data.left_out_total} items left "
+                         "out)", path=run_dir,
+                         fix="see why with `taskloom report RUN`; resume or extend the run with "
+                             "`taskloom generate --resume --out RUN`")
     if out.exists() and any(out.iterdir()) and not force:
         raise InputError("exists and is not empty", path=out,
                          fix="choose another --out, or pass --force to replace it")
@@ -105,7 +107,7 @@ def _write(data: RunData, fmt: str, out: Path, name: str, license_id: str) -> li
     written = [out / "README.md"]
     if fmt == "harbor":
         return written + _write_harbor(data, out, name)
-    rows = list(task_rows(data))
+    rows = task_rows(data)  # a generator: one task in memory at a time (a shard for Parquet)
     if fmt == "jsonl":
         return written + write_jsonl(rows, out)
     if fmt == "parquet":

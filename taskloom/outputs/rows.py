@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from taskloom.errors import InputError
 from taskloom.generators.protocols import Difficulty
 from taskloom.models import Frozen, Task
 from taskloom.outputs.archive import FolderFile, folder_files, harbor_digest, pack
@@ -144,10 +145,26 @@ def _entries(files: tuple[FolderFile, ...], section: str) -> tuple[FileEntry, ..
 
 # -- the Arrow schema, derived from TaskRow ------------------------------------------------
 
+HF_HINT = "install the Hugging Face extras: pip install 'taskloom[hf]' (datasets, pyarrow)"
+
+
+def require_pyarrow():
+    """The pyarrow module (with pyarrow.parquet loaded).
+
+    Raises:
+        InputError: pyarrow is not installed; the message says how to install it.
+    """
+    try:
+        import pyarrow
+        import pyarrow.parquet
+    except ImportError as exc:
+        raise InputError("pyarrow is not installed", fix=HF_HINT) from exc
+    return pyarrow
+
+
 def arrow_schema():
     """The Arrow schema of `TaskRow` (field descriptions kept as field metadata)."""
-    import pyarrow as pa
-
+    pa = require_pyarrow()
     return pa.schema([_arrow_field(name, info.annotation, info.description)
                       for name, info in TaskRow.model_fields.items()])
 

@@ -10,8 +10,10 @@ therefore produces exactly the dataset of an uninterrupted one.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import shutil
 import statistics
 import time
 import uuid
@@ -27,8 +29,11 @@ from taskloom.generators.protocols import Blueprint, Draft
 from taskloom.models import TaskReport
 from taskloom.outputs.harbor import write_task_folder
 from taskloom.pipeline import stages
+from taskloom.pipeline.corpus_filter import CorpusFilter
 from taskloom.pipeline.executors import Executor, make_executor
 from taskloom.pipeline.store import RunStore, StoreError
+from taskloom.skill_graph.steering import CoverageSnapshot, CoverageTracker
+from taskloom.validators.coverage import CorpusMetrics
 
 STORE_NAME = "run.duckdb"
 TASKS_DIR = "tasks"
@@ -61,6 +66,7 @@ class Item:
     report: TaskReport | None = None
     status: str | None = None  # accepted, rejected, failed, error
     reason: str | None = None
+    coverage: CoverageSnapshot | None = None  # what its plan was steered by
 
 
 @dataclass
@@ -85,6 +91,7 @@ class RunSummary:
     funnel: list[dict]
     seconds: float
     status: str
+    metrics: CorpusMetrics | None = None  # diversity of the dataset (validators.coverage)
 
 
 class Runner:
@@ -107,6 +114,12 @@ class Runner:
             raise StoreError("a run already exists here", path=self.out,
                              fix=f"resume it with `taskloom generate --resume --out "
                                  f"{self.out}`, or choose another --out")
+        diversity = self.config.diversity
+        embedder = None
+        if diversity.embeds:  # before any file exists: a missing extra fails cleanly
+            from taskloom.validators.embeddings import load_embedder
+
+            embedder = load_embedder(diversity.model, download=diversity.download)
         (self.out / TASKS_DIR).mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
         from importlib.metadata import version
@@ -122,6 +135,7 @@ class Runner:
                 self.config.executor, self.config.workers, self.config.ray_address)
             status = "finished"
             try:
+                self.corpus_filter = CorpusFilter(diversity, store, embedder)
                 self._loop()
             except KeyboardInterrupt:
                 status = "interrupted"
@@ -136,9 +150,12 @@ class Runner:
             funnel = self._funnel(time.monotonic() - started)
             store.write_funnel(funnel)
             store.set_status(status, f"{self.exported} of {self.config.count} tasks")
+        from taskloom.outputs.run import load_run, run_metrics
+
         return RunSummary(out=self.out, exported=self.exported, target=self.config.count,
                           items=self.next_index, funnel=funnel,
-                          seconds=time.monotonic() - started, status=status)
+                          seconds=time.monotonic() - started, status=status,
+                          metrics=run_metrics(load_run(self.out)))
 
     # -- the loop -----------------------------------------------------------------------
 
@@ -150,12 +167,18 @@ class Runner:
         self.next_index = 0
         self.frontier = 0
         self.exported = 0
-        self.fingerprints: set[str] = set()
         self.infra_errors = 0
+        # What earlier runs left in the store, so changed outcomes can be undone.
+        self.stored_folders = dict(self.store.query("SELECT item, folder FROM tasks"))
+        self.stored_duplicates = {row[0] for row in self.store.query(
+            "SELECT DISTINCT item FROM verdicts WHERE \"check\" = 'duplicate'")}
+        self.coverage = CoverageTracker()
+        self.coverage_before = 0
         while True:
             while (self.exported < config.count and len(self.items) < window
-                   and self.next_index < config.item_limit):
-                item = Item(self.next_index)
+                   and self.next_index < config.item_limit
+                   and self._may_plan(self.next_index)):
+                item = Item(self.next_index, coverage=self._coverage_for(self.next_index))
                 self.items[item.index] = item
                 self.next_index += 1
                 self._advance(item)
@@ -184,7 +207,7 @@ class Runner:
 
     def _next_key(self, item: Item) -> tuple[str, str]:
         if item.stage == "plan":
-            return "plan", self.keys.plan(item.index)
+            return "plan", self.keys.plan(item.index, item.coverage)
         if item.stage == "generate":
             return "generate", self.keys.generate(item.blueprint)
         if item.stage == "validate":
@@ -194,7 +217,8 @@ class Runner:
     def _submit(self, item: Item, stage: str, key: str) -> None:
         config = self.config
         function, args = {
-            "plan": (stages.plan, (config, item.index)),
+            "plan": (functools.partial(stages.plan, coverage=item.coverage),
+                     (config, item.index)),
             "generate": (stages.generate, (config, item.blueprint)),
             "validate": (stages.validate, (config, item.draft)),
             "refine": (stages.refine, (config, item.draft, item.report)),
@@ -322,20 +346,67 @@ class Runner:
         while self.frontier in self.items and self.items[self.frontier].status:
             item = self.items.pop(self.frontier)
             self.frontier += 1
-            if item.status != "accepted" or self.exported >= self.config.count:
+            if item.status != "accepted":  # an earlier run may have filtered it
+                self._drop_stale_export(item.index)
+                self._drop_stale_duplicate(item.index)
+                continue
+            if self.exported >= self.config.count:
                 continue
             filter_stats = self.stats["filter"]
             filter_stats.n_in += 1
-            fingerprint = stages.draft_fingerprint(item.draft)
-            if fingerprint in self.fingerprints:
+            verdict = self.corpus_filter.admit(item.index, item.draft)
+            if verdict is not None:
                 with self.store.transaction() as db:
                     self.store.put_item(db, item.index, status="duplicate",
-                                        reason="same content as an earlier task")
+                                        reason=verdict.details)
+                    self.store.put_filter_verdict(db, item.index, item.round,
+                                                  item.draft.task.name, verdict)
+                self._drop_stale_export(item.index)
                 continue
-            self.fingerprints.add(fingerprint)
             filter_stats.n_out += 1
-            self._export(item, fingerprint)
+            self._export(item, stages.draft_fingerprint(item.draft))
         self._report_progress()
+
+    def _drop_stale_export(self, index: int, keep: str | None = None) -> None:
+        """Forget an earlier run's export of an item: its tasks row and folder.
+
+        `keep` is the folder the item is exported to now: its row is then replaced by the
+        caller and only a folder of another name is removed.
+        """
+        folder = self.stored_folders.pop(index, None)
+        if folder is None:
+            return
+        if keep is None:
+            with self.store.transaction() as db:
+                self.store.drop_task(db, index)
+        if folder != keep:
+            stale = (self.out / folder).resolve()
+            if stale.parent == (self.out / TASKS_DIR).resolve() and stale.is_dir():
+                shutil.rmtree(stale)
+
+    def _drop_stale_duplicate(self, index: int) -> None:
+        """Forget an earlier run's duplicate verdict of an item that is not a duplicate now."""
+        if index in self.stored_duplicates:
+            self.stored_duplicates.discard(index)
+            with self.store.transaction() as db:
+                self.store.put_filter_verdict(db, index, 0, "", None)
+
+    def _may_plan(self, index: int) -> bool:
+        """With steering, item i is planned only once items < i - lag are all finalized."""
+        diversity = self.config.diversity
+        return not diversity.steering or self.frontier >= index - diversity.steering_lag
+
+    def _coverage_for(self, index: int) -> CoverageSnapshot | None:
+        """What the exported tasks among items < index - lag cover (read from the store)."""
+        diversity = self.config.diversity
+        if not diversity.steering:
+            return None
+        before = max(0, index - diversity.steering_lag)
+        if before > self.coverage_before:
+            for _, scenario, skills in self.store.exported_tasks(self.coverage_before, before):
+                self.coverage.add(skills, scenario)
+            self.coverage_before = before
+        return self.coverage.snapshot(before)
 
     def _export(self, item: Item, fingerprint: str) -> None:
         started = time.monotonic()
@@ -344,6 +415,8 @@ class Runner:
         write_task_folder(task, folder)
         blueprint = item.blueprint
         metadata = task.config.metadata
+        self._drop_stale_export(item.index, keep=os.path.relpath(folder, self.out))
+        self._drop_stale_duplicate(item.index)
         with self.store.transaction() as db:
             self.store.put_task(db, item=item.index, task_id=task.name,
                                 folder=os.path.relpath(folder, self.out),

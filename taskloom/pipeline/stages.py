@@ -7,7 +7,7 @@ changing a stage's config re-runs that stage and, because its output changes, ev
 after it, while unchanged work is reused from the store.
 
 ```
-plan(config, item)            -> Blueprint
+plan(config, item, coverage=) -> Blueprint           (coverage: the steering snapshot)
 generate(config, blueprint)   -> Draft               (GenerationFailed = rejected item)
 validate(config, draft)       -> TaskReport
 refine(config, draft, report) -> Draft               (then validate again, <= R rounds)
@@ -30,6 +30,7 @@ from taskloom.config import RunConfig
 from taskloom.generators.backends import backend_for, skill_graph
 from taskloom.generators.protocols import Blueprint, Draft
 from taskloom.models import TaskReport
+from taskloom.skill_graph.steering import CoverageSnapshot
 
 PLAN_VERSION = "1"
 VALIDATE_VERSION = "1"
@@ -53,14 +54,18 @@ class StageKeys:
 
     config: RunConfig
 
-    def plan(self, item: int) -> str:
-        """Key of item's plan: its index, the planning settings and the graph."""
+    def plan(self, item: int, coverage: CoverageSnapshot | None = None) -> str:
+        """Key of item's plan: index, planning settings, graph, steering snapshot (if any)."""
         settings = {"seed": self.config.seed, "difficulty": self.config.difficulty.model_dump(),
                     "scenario": self.config.scenario, "skills": self.config.skills,
                     "backend": self.config.backend}
         if uses_llm(self.config, "plan"):
             settings["llm"] = llm_fingerprint(self.config, "planner")
-        return fingerprint("plan", PLAN_VERSION, item, settings, graph_fingerprint(self.config))
+        steered = () if coverage is None else (
+            {"strength": self.config.diversity.steering_strength,
+             "coverage": coverage.model_dump(mode="json")},)
+        return fingerprint("plan", PLAN_VERSION, item, settings, graph_fingerprint(self.config),
+                           *steered)
 
     def generate(self, blueprint: Blueprint) -> str:
         """Key of a generation: the blueprint and the generator's version."""
@@ -120,12 +125,14 @@ def llm_fingerprint(config: RunConfig, *prompts: str) -> str:
 
 # -- the stage functions (run on workers) -------------------------------------------------
 
-def plan(config: RunConfig, item: int, replay: dict | None = None):
-    """The blueprint of one item (a `Recorded` one when a model plans)."""
+def plan(config: RunConfig, item: int, replay: dict | None = None, *,
+         coverage: CoverageSnapshot | None = None):
+    """The blueprint of one item (a `Recorded` one when a model plans), steered by coverage."""
     if uses_llm(config, "plan"):
-        return _recorded(config, replay, lambda chat: backend_for(config, chat)[0].plan(item))
+        return _recorded(config, replay,
+                         lambda chat: backend_for(config, chat)[0].plan(item, coverage))
     planner, _, _ = backend_for(config)
-    return planner.plan(item)
+    return planner.plan(item, coverage)
 
 
 def generate(config: RunConfig, blueprint: Blueprint, replay: dict | None = None):

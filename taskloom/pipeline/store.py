@@ -19,6 +19,9 @@ Tables (plain SQL; see the README for example queries):
                (messages, answer schema, prompt fingerprint, model settings): item, stage,
                purpose, model, the exchange (JSON), tokens, cost. Stages that ask a model
                get their item's rows back as a replay map, so nothing is paid twice.
+- `embeddings` one sentence embedding per (task fingerprint, model, text recipe): the
+               corpus filter computes each once and reuses it on resume (reference tasks
+               too). `vector` is FLOAT[]: `array_cosine_similarity` works on it in SQL.
 """
 
 from __future__ import annotations
@@ -59,6 +62,9 @@ CREATE TABLE IF NOT EXISTS llm_cache (
     key VARCHAR PRIMARY KEY, item INTEGER, stage VARCHAR, purpose VARCHAR, model VARCHAR,
     exchange JSON, tokens_in BIGINT, tokens_out BIGINT, cost_usd DOUBLE, seconds DOUBLE,
     created DOUBLE);
+CREATE TABLE IF NOT EXISTS embeddings (
+    fingerprint VARCHAR, model VARCHAR, recipe VARCHAR, dimensions INTEGER, vector FLOAT[],
+    created DOUBLE, PRIMARY KEY (fingerprint, model, recipe));
 """
 
 
@@ -179,6 +185,9 @@ class RunStore:
     def put_verdicts(self, db, item: int, round_: int, task_id: str, verdicts) -> None:
         """Store the verdicts of one validation (inside a transaction)."""
         db.execute("DELETE FROM verdicts WHERE item = ? AND round = ?", [item, round_])
+        self._insert_verdicts(db, item, round_, task_id, verdicts)
+
+    def _insert_verdicts(self, db, item: int, round_: int, task_id: str, verdicts) -> None:
         for verdict in verdicts:
             db.execute("INSERT INTO verdicts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                        [item, round_, task_id, str(verdict.check), verdict.passed,
@@ -192,6 +201,42 @@ class RunStore:
         db.execute("INSERT OR REPLACE INTO tasks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                    [item, task_id, folder, fingerprint, scenario, json.dumps(skills),
                     json.dumps(categories), json.dumps(difficulty), round_, time.time()])
+
+    def drop_task(self, db, item: int) -> str | None:
+        """Forget an item's exported task (inside a transaction); its folder, if it had one."""
+        row = db.execute("SELECT folder FROM tasks WHERE item = ?", [item]).fetchone()
+        if row is None:
+            return None
+        db.execute("DELETE FROM tasks WHERE item = ?", [item])
+        return row[0]
+
+    def put_filter_verdict(self, db, item: int, round_: int, task_id: str, verdict) -> None:
+        """Replace the corpus filter's verdict of an item (inside a transaction).
+
+        `verdict` None clears it (the item is kept, or no longer reaches the filter).
+        """
+        db.execute('DELETE FROM verdicts WHERE item = ? AND "check" = \'duplicate\'', [item])
+        if verdict is not None:
+            self._insert_verdicts(db, item, round_, task_id, [verdict])
+
+    def exported_tasks(self, first: int, stop: int) -> list[tuple[int, str, list[str]]]:
+        """(item, scenario, skills) of exported tasks with first <= item < stop, by item."""
+        rows = self.db.execute("SELECT item, scenario, skills FROM tasks WHERE item >= ? AND "
+                               "item < ? ORDER BY item", [first, stop]).fetchall()
+        return [(item, scenario, json.loads(skills)) for item, scenario, skills in rows]
+
+    def embedding(self, fingerprint: str, model: str, recipe: str) -> list[float] | None:
+        """A stored embedding, or None."""
+        row = self.db.execute("SELECT vector FROM embeddings WHERE fingerprint = ? AND "
+                              "model = ? AND recipe = ?", [fingerprint, model, recipe]
+                              ).fetchone()
+        return None if row is None else row[0]
+
+    def put_embedding(self, db, fingerprint: str, model: str, recipe: str,
+                      vector: list[float]) -> None:
+        """Store an embedding (inside a transaction); float32 values round-trip exactly."""
+        db.execute("INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?, ?, ?, ?)",
+                   [fingerprint, model, recipe, len(vector), vector, time.time()])
 
     def finished_items(self) -> dict[int, str]:
         """Item -> final status, for items that reached one."""

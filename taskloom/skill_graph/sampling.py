@@ -14,6 +14,7 @@ import random
 from dataclasses import dataclass
 
 from taskloom.skill_graph.model import SkillGraph
+from taskloom.skill_graph.steering import Steering
 
 # Distinct tools a path should need, per tool-breadth level.
 TOOL_TARGETS = {1: 1, 2: 3, 3: 5}
@@ -53,7 +54,8 @@ class PathSampler:
         return 1.0 / max(1, len(self.graph.scenarios_of(skill)))
 
     def sample(self, rng: random.Random, length: int, *, tool_breadth: int = 1,
-               scenario: str | None = None) -> SampledPath:
+               scenario: str | None = None, start: str | None = None,
+               steering: Steering | None = None) -> SampledPath:
         """The best path of up to `length` skills found in a bounded number of attempts.
 
         Args:
@@ -61,12 +63,14 @@ class PathSampler:
             length: Wanted number of skills (1-7).
             tool_breadth: 1-3; higher prefers paths that need more distinct tools.
             scenario: Restrict the path to this scenario's skills (on-demand requests).
+            start: Begin the path with this skill (on-demand requests).
+            steering: Coverage so far; under-covered skills and transitions weigh more.
         """
         target_tools = TOOL_TARGETS[tool_breadth]
         best: SampledPath | None = None
         best_score = (-1, -1)
         for _ in range(ATTEMPTS):
-            path = self._walk(rng, length, tool_breadth, scenario)
+            path = self._walk(rng, length, tool_breadth, scenario, start, steering)
             if path is None:
                 continue
             score = (min(len(path.skills), length), min(len(path.tools(self.graph)),
@@ -81,13 +85,17 @@ class PathSampler:
         return best
 
     def _walk(self, rng: random.Random, length: int, tool_breadth: int,
-              scenario: str | None) -> SampledPath | None:
+              scenario: str | None, start: str | None = None,
+              steering: Steering | None = None) -> SampledPath | None:
         graph = self.graph
-        starts = [s for s in self.starts
-                  if scenario is None or s in graph.skills_of(scenario)]
+        starts = [start] if start else [s for s in self.starts
+                                        if scenario is None or s in graph.skills_of(scenario)]
         if not starts:
             return None
-        first = _weighted(rng, starts, [self.skill_weight(s) for s in starts])
+        weights = [self.skill_weight(s) for s in starts]
+        if steering is not None:
+            weights = [w * steering.skill(s) for w, s in zip(weights, starts, strict=True)]
+        first = _weighted(rng, starts, weights)
         skills, via = [first], []
         tools = set(graph.skills[first].tools)
         while len(skills) < length:
@@ -105,6 +113,8 @@ class PathSampler:
                             weight *= STAY  # a workflow mostly stays in one context
                         if tool_breadth > 1:
                             weight *= 1 + new_tools * (tool_breadth - 1)
+                        if steering is not None:
+                            weight *= steering.transition(current, candidate)
                         options.append((linking, candidate))
                         weights.append(weight)
             if not options:

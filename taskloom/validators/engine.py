@@ -74,12 +74,14 @@ def validate_all(jobs: Iterable[Callable[[], TaskReport]], runtime: Runtime, *,
                  workers: int) -> Iterator[TaskReport]:
     """Run validation jobs on `workers` threads, yielding reports as they finish.
 
-    At most `2 * workers` jobs are in flight, so a long iterable streams. The runtime is
-    closed (every sandbox removed) when the iteration ends, fails or is interrupted.
+    At most `2 * workers` jobs are in flight, so a long iterable streams. When the
+    iteration fails or is interrupted (Ctrl-C), the runtime is closed first, removing every
+    sandbox so the running jobs end at once; otherwise its owner closes it.
     """
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="validate")
     pending: set[Future[TaskReport]] = set()
     source = iter(jobs)
+    finished = False
     try:
         exhausted = False
         while pending or not exhausted:
@@ -94,8 +96,10 @@ def validate_all(jobs: Iterable[Callable[[], TaskReport]], runtime: Runtime, *,
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
                 yield future.result()
+        finished = True
     finally:
         for future in pending:
             future.cancel()
-        runtime.close()
+        if not finished:
+            runtime.close()
         pool.shutdown(wait=True, cancel_futures=True)

@@ -38,6 +38,7 @@ from taskloom.generators.protocols import Blueprint, Draft, Generator, Planner, 
 from taskloom.models import Verdict
 from taskloom.seeding import derive_seed, rng_for
 from taskloom.skill_graph.model import SkillGraph
+from taskloom.skill_graph.steering import CoverageSnapshot
 from taskloom.validators.leakage import instruction_leaks
 
 LLM_GENERATOR = "llm/1"
@@ -93,13 +94,13 @@ class LLMPlanner:
         self.graph = graph
         self.chat = chat
 
-    def plan(self, index: int) -> Blueprint:
-        """The blueprint of item `index`, with `details` filled.
+    def plan(self, index: int, coverage: CoverageSnapshot | None = None) -> Blueprint:
+        """The blueprint of item `index` (steered by `coverage`), with `details` filled.
 
         Raises:
             GenerationFailed: The model's answer is unusable.
         """
-        blueprint = self.base.plan(index)
+        blueprint = self.base.plan(index, coverage)
         request = prompt("planner").request(PlanAnswer, seed=_seed("plan", blueprint.seed),
                                             **_context(blueprint, self.graph))
         try:

@@ -46,6 +46,9 @@ JSON_STRING_CHARS = r'([^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})'
 MODE_REJECTED = frozenset({400, 404, 415, 422, 500, 501})
 RETRIED_STATUS = frozenset({408, 429, 502, 503, 504})
 BACKOFF_CAP_SEC = 30.0
+# Longest string a grammar allows (a weak model otherwise rambles inside one string until
+# max_tokens); multi-line texts are lists of lines, so this bounds a line, not a file.
+GRAMMAR_STRING_CHARS = 200
 T = TypeVar("T", bound=BaseModel)
 
 
@@ -125,17 +128,18 @@ class OpenAIChat:
         }
         if request.seed is not None:
             kwargs["seed"] = request.seed
+        constrained = grammar_schema(request.answer_schema, self.config.grammar_max_items)
         if mode == "json_schema":
             kwargs["response_format"] = {"type": "json_schema", "json_schema": {
                 "name": request.answer_name, "schema": request.answer_schema}}
         elif mode == "json_object":
             # Sent raw so no client-side type drops the llama.cpp `schema` key.
-            kwargs["extra_body"] = {"response_format": {
-                "type": "json_object", "schema": grammar_schema(request.answer_schema)}}
+            kwargs["extra_body"] = {"response_format": {"type": "json_object",
+                                                        "schema": constrained}}
         else:
             kwargs["tools"] = [{"type": "function", "function": {
                 "name": request.answer_name, "description": "Give the answer.",
-                "parameters": grammar_schema(request.answer_schema)}}]
+                "parameters": constrained}}]
             kwargs["tool_choice"] = {"type": "function",
                                      "function": {"name": request.answer_name}}
         openai = self.openai
@@ -286,11 +290,13 @@ def parse_json_object(text: str, *, cut: bool = False) -> dict:
     return data
 
 
-def grammar_schema(schema: dict[str, Any]) -> dict[str, Any]:
+def grammar_schema(schema: dict[str, Any], max_items: int | None = None) -> dict[str, Any]:
     """`schema` with `$ref`s inlined and a JSON-safe `pattern` on every free string.
 
     Grammar-based servers (llama.cpp) build their grammar from this; the pattern is over
-    the raw characters between the quotes, so escapes stay legal and raw newlines do not.
+    the raw characters between the quotes, so escapes stay legal and raw newlines do not,
+    and it bounds the length (`maxLength`, else GRAMMAR_STRING_CHARS). `max_items` caps
+    every list (small models can loop forever on a list).
     """
     definitions = schema.get("$defs", {})
 
@@ -305,9 +311,11 @@ def grammar_schema(schema: dict[str, Any]) -> dict[str, Any]:
                      if key == "properties" else walk(value))
                for key, value in node.items() if key not in ("$defs", "title", "default")}
         if out.get("type") == "string" and "enum" not in out and "const" not in out:
-            repeat = "+" if out.pop("minLength", 0) else "*"
-            out.pop("maxLength", None)
-            out["pattern"] = f"^{JSON_STRING_CHARS}{repeat}$"
+            low = out.pop("minLength", 0)
+            high = out.pop("maxLength", GRAMMAR_STRING_CHARS)
+            out["pattern"] = f"^{JSON_STRING_CHARS}{{{low},{high}}}$"
+        if out.get("type") == "array" and max_items is not None:
+            out["maxItems"] = min(out.get("maxItems", max_items), max_items)
         return out
 
     return walk(schema)

@@ -37,12 +37,15 @@ def render_task(answer: DraftAnswer, blueprint: Blueprint, graph: SkillGraph, *,
         InvalidAnswer: A path is not a clean absolute path, is reserved, or repeats, or a
             file is too large; the message names it.
     """
-    workdir = _clean_path(answer.workdir, "workdir")
+    workdir = _clean_path(posixpath.normpath(posixpath.join("/", answer.workdir.strip())),
+                          "workdir")
     environment: dict[str, TaskFile] = {}
     if len(answer.files) > MAX_FILES:
         raise InvalidAnswer(f"{len(answer.files)} files; at most {MAX_FILES}")
     for entry in answer.files:
-        path = _clean_path(entry.path, "files.path")
+        # A relative path is relative to the working directory, as in a shell there.
+        path = _clean_path(posixpath.normpath(posixpath.join(workdir, entry.path.strip())),
+                           "files.path")
         if path == "/":
             raise InvalidAnswer("files.path '/' names a directory, not a file")
         content = _text(entry.lines).encode()
@@ -145,7 +148,8 @@ def apply_repair(answer: DraftAnswer, repair: RefineAnswer) -> DraftAnswer:
 
 def _clean_path(path: str, field: str) -> str:
     path = path.strip()
-    if not path.startswith("/") or posixpath.normpath(path) != path or "\\" in path \
+    if not path.startswith("/") or path.startswith("//") or posixpath.normpath(path) != path \
+            or "\\" in path \
             or any(ord(c) < 32 for c in path):
         raise InvalidAnswer(f"{field} {path!r} is not a clean absolute path")
     if path != "/" and any(path == r or path.startswith(r + "/") for r in RESERVED):

@@ -101,7 +101,8 @@ def _context(blueprint: Blueprint, domain, world: World, number: int, attempt: i
     skill = blueprint.path[number - 1] if number else "source"
     return StepContext(rng=rng_for(blueprint.seed, "step", number, skill, attempt),
                        difficulty=blueprint.difficulty, domain=domain, world=world,
-                       step=max(number, 1), steps=len(blueprint.path), used_names=used)
+                       step=max(number, 1), steps=len(blueprint.path), used_names=used,
+                       numbers=blueprint.numbers)
 
 
 def _path_phrase(artifact: Artifact) -> str:

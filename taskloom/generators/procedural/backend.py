@@ -1,7 +1,8 @@
 """The procedural backend: planner, generator and refiner that need no model and no network.
 
-- `ProceduralPlanner.plan(i)`: difficulty, length and a sampled path for item i, from
-  `derive_seed(run_seed, "plan", i)` only.
+- `ProceduralPlanner.plan(i, coverage)`: difficulty, length and a sampled path for item i,
+  from `derive_seed(run_seed, "plan", i)` and, when steering, the run's coverage snapshot
+  (skills and transitions the corpus lacks weigh more).
 - `ProceduralGenerator.generate(bp)`: assembles the task; when a step does not apply to its
   input or the instruction would state an answer, it retries with the next sub-seed.
 - `ProceduralRefiner.refine(draft, verdicts)`: a procedural draft that failed is not edited
@@ -11,6 +12,7 @@
 from __future__ import annotations
 
 import itertools
+import random
 
 from pydantic import Field
 
@@ -27,6 +29,7 @@ from taskloom.models import Frozen, Verdict
 from taskloom.seeding import derive_seed, rng_for
 from taskloom.skill_graph.model import SkillGraph
 from taskloom.skill_graph.sampling import PathSampler
+from taskloom.skill_graph.steering import CoverageSnapshot, Steering
 
 GENERATION_ATTEMPTS = 12
 PLAN_ATTEMPTS = 25
@@ -40,10 +43,12 @@ class PlanSettings(Frozen):
         default_factory=dict, description="Fixed levels by dimension; others drawn per item.")
     scenario: str | None = Field(default=None, description="Only plan in this scenario.")
     skills: tuple[str, ...] = Field(default=(), description="Only use these skills (if set).")
+    steering_strength: float = Field(default=1.0, ge=0, description="Exponent of the "
+                                     "under-coverage weight when a coverage snapshot is given.")
 
 
 class ProceduralPlanner:
-    """Plans item i from (settings, graph, i) alone."""
+    """Plans item i from (settings, graph, i) and the coverage snapshot it is given."""
 
     def __init__(self, graph: SkillGraph, settings: PlanSettings) -> None:
         self.graph = graph
@@ -53,28 +58,40 @@ class ProceduralPlanner:
             allowed &= set(settings.skills)
         self.sampler = PathSampler(graph, allowed)
 
-    def plan(self, index: int) -> Blueprint:
+    def plan(self, index: int, coverage: CoverageSnapshot | None = None) -> Blueprint:
         """The blueprint of item `index`: the first sampled path the generator can realize.
 
         Sampling is type-aware but cannot know whether, say, a one-line report leaves
         anything for a text filter; a dry run of the assembler (milliseconds) settles it.
+        With `coverage`, skills and transitions the run's tasks use least are favoured.
         """
+        steering = None if coverage is None else Steering(coverage,
+                                                          self.settings.steering_strength)
         rng = rng_for(self.settings.seed, "plan", index)
         drawn = {name: rng.choice((1, 2, 3)) for name in DIMENSIONS}
         difficulty = Difficulty(**{**drawn, **self.settings.difficulty})
+        return self.realize(rng, difficulty, index=index,
+                            seed=derive_seed(self.settings.seed, "generate", index),
+                            scenario=self.settings.scenario, steering=steering)
+
+    def realize(self, rng: random.Random, difficulty: Difficulty, *, index: int, seed: int,
+                scenario: str | None = None, start: str | None = None,
+                numbers: tuple[int, ...] = (), steering: Steering | None = None) -> Blueprint:
+        """The first sampled blueprint the generator can assemble.
+
+        Tries the length the difficulty asks for, then shorter ones: a slightly shorter task
+        beats an unrealizable one (the stored difficulty says what was achieved).
+        """
         low, high = STEP_RANGES[difficulty.steps]
         length = rng.randint(low, high)
-        seed = derive_seed(self.settings.seed, "generate", index)
         fallback = None
-        # Try the wanted length first, then shorter ones: a slightly shorter task beats
-        # an unrealizable one (the stored difficulty says what was achieved).
         for wanted in [length] * PLAN_ATTEMPTS + list(range(length - 1, 0, -1)) * 5:
             path = self.sampler.sample(rng, wanted, tool_breadth=difficulty.tool_breadth,
-                                       scenario=self.settings.scenario)
+                                       scenario=scenario, start=start, steering=steering)
             achieved = next(level for level, (lo, hi) in STEP_RANGES.items()
                             if lo <= len(path.skills) <= hi)
             blueprint = Blueprint(index=index, seed=seed, scenario=path.scenario,
-                                  path=path.skills, via=path.via,
+                                  path=path.skills, via=path.via, numbers=numbers,
                                   difficulty=difficulty.model_copy(update={"steps": achieved}))
             fallback = fallback or blueprint
             if self.realizable(blueprint):

@@ -276,7 +276,7 @@ def prune_dated(ctx: StepContext, source) -> StepResult:
     folder, prefix, ext = ctx.rng.choice(options)
     group = sorted(series[(folder, prefix, ext)], key=lambda f: basename(f.relpath),
                    reverse=True)
-    keep = ctx.rng.randint(2, min(7, len(group) - 1))
+    keep = ctx.pick_number(2, min(7, len(group) - 1), allowed=(1, len(group) - 1))
     doomed = {f.relpath for f in group[keep:]}
     remaining = tuple(f for f in tree.files if f.relpath not in doomed)
     where = f"{tree.path}/{folder}" if folder else tree.path

@@ -54,6 +54,7 @@ class StepContext:
     step: int  # 1-based
     steps: int
     used_names: set[str] = field(default_factory=set)
+    numbers: tuple[int, ...] = ()  # numbers the user's request named (on-demand tasks)
 
     @property
     def final(self) -> bool:
@@ -97,6 +98,16 @@ class StepContext:
             number += 1
         self.used_names.add(candidate)
         return candidate
+
+    def pick_number(self, low: int, high: int, *, allowed: tuple[int, int] | None = None) -> int:
+        """A count parameter (top N, keep N).
+
+        The first number the request named that lies in `allowed` (default [low, high]),
+        else a random one in [low, high].
+        """
+        least, most = allowed or (low, high)
+        requested = next((n for n in self.numbers if least <= n <= most), None)
+        return requested if requested is not None else self.rng.randint(low, high)
 
     def hint(self, text: str) -> str:
         """A tool hint, shown only at the most explicit specification level."""

@@ -455,7 +455,8 @@ def top_n(ctx: StepContext, source) -> StepResult:
         raise NotApplicable("needs a numeric column and a few rows")
     field = ctx.rng.choice(numeric)
     index = table.column(field.name)
-    count = ctx.rng.randint(3, min(10, len(table.rows) - 1))
+    count = ctx.pick_number(3, min(10, len(table.rows) - 1),
+                            allowed=(1, len(table.rows) - 1))
     ranked = sorted(table.rows, key=lambda r: (-number(r[index]), r[0], ",".join(r)))
     lines = tuple(",".join(row) for row in ranked[:count])
     first = table.header[0]

@@ -221,7 +221,7 @@ def top_clients(ctx: StepContext, source) -> StepResult:
     counts = Counter(r.ip for r in log.records)
     if len(counts) < 3:
         raise NotApplicable("too few clients")
-    top = min(len(counts) - 1, ctx.rng.randint(3, 5))
+    top = min(len(counts) - 1, ctx.pick_number(3, 5, allowed=(1, len(counts) - 1)))
     ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:top]
     lines = tuple(f"{ip} {count}" for ip, count in ranked)
     out = ctx.output_path("top-clients", "txt")
@@ -429,7 +429,7 @@ def rotate_keep(ctx: StepContext, source) -> StepResult:
     logs = _dir_input(source)
     if None in logs.mtimes or len(logs.mtimes) != len(logs.logs):
         raise NotApplicable("rotation needs the logs as shipped, not a processed directory")
-    keep = ctx.rng.randint(2, 4)
+    keep = ctx.pick_number(2, 4, allowed=(1, 9))
     expected_files: dict[str, bytes] = {}
     listing = [p.rsplit("/", 1)[-1] for p in ctx.world.files
                if p.startswith(logs.path + "/") and "/" not in p[len(logs.path) + 1:]

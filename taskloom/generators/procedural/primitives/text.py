@@ -76,7 +76,7 @@ def count_frequency(ctx: StepContext, source) -> StepResult:
     counts = Counter(lines)
     if len(counts) < 3 or max(counts.values()) < 2:
         raise NotApplicable("no repeated lines")
-    top = min(len(counts), ctx.rng.randint(3, 6))
+    top = min(len(counts), ctx.pick_number(3, 6, allowed=(1, len(counts))))
     ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0].encode()))[:top]
     result = tuple(f"{count} {line}" for line, count in ranked)
     out = ctx.output_path("frequencies", "txt")

@@ -1,0 +1,138 @@
+"""On-demand tasks: one request in words → the best verified task, in seconds.
+
+understand the request (skills, scenario, difficulty, constraints) → plan K candidate
+blueprints that start at the matched skills → generate → validate them in parallel →
+return the best accepted one (the top skill covered, then the most matched skills, then
+the lowest candidate number). When none of K passes, K more are tried once.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+from pydantic import Field
+
+from taskloom.config import ValidationConfig
+from taskloom.errors import TaskloomError
+from taskloom.generators.procedural.assemble import GenerationFailed
+from taskloom.generators.procedural.backend import (
+    PlanSettings,
+    ProceduralGenerator,
+    ProceduralPlanner,
+)
+from taskloom.generators.protocols import DIMENSIONS, Blueprint, Difficulty, Draft
+from taskloom.generators.request import Request, understand
+from taskloom.models import Frozen, Task, TaskReport
+from taskloom.outputs.harbor import write_task_folder
+from taskloom.seeding import derive_seed, rng_for
+from taskloom.skill_graph.model import SkillGraph
+from taskloom.validators.embeddings import Embedder
+
+
+class MakeResult(Frozen):
+    """The outcome of one request."""
+
+    request: Request = Field(description="What the request was understood to ask for.")
+    task: Task = Field(description="The chosen verified task.")
+    report: TaskReport = Field(description="Its validation report.")
+    candidates: int = Field(description="Candidates generated.")
+    accepted: int = Field(description="Candidates that passed validation.")
+    folder: str | None = Field(default=None, description="Where the task was written.")
+    honored: tuple[str, ...] = Field(default=(),
+                                     description="Named paths/files/numbers the task uses.")
+    seconds: float = Field(description="Wall-clock seconds, request to verified task.")
+
+
+class NoVerifiedTask(TaskloomError):
+    """No candidate for the request passed validation."""
+
+
+def candidate_blueprints(request: Request, graph: SkillGraph, planner: ProceduralPlanner, *,
+                         count: int, seed: int, first: int,
+                         difficulty: dict[str, int]) -> list[Blueprint]:
+    """`count` realizable blueprints that start at the matched skills (cycling through them).
+
+    Unset difficulty dimensions are level 1: an on-demand task is as simple as the request
+    allows.
+    """
+    levels = Difficulty(**{**{name: 1 for name in DIMENSIONS}, **difficulty})
+    blueprints = []
+    for index in range(first, first + count):
+        start = request.skills[index % len(request.skills)].id
+        scenario = request.scenario.id if start in graph.skills_of(request.scenario.id) \
+            else None
+        blueprints.append(planner.realize(
+            rng_for(seed, "make", request.text, index), levels, index=index,
+            seed=derive_seed(seed, "make", request.text, index), scenario=scenario,
+            start=start, numbers=request.numbers))
+    return blueprints
+
+
+def make(text: str, *, graph: SkillGraph, embedder: Embedder, runtime, count: int = 3,
+         difficulty: dict[str, int] | None = None, out: Path | None = None, seed: int = 0,
+         workers: int = 2, config: ValidationConfig | None = None) -> MakeResult:
+    """Turn a request into the best verified task.
+
+    Raises:
+        NoMatch: The request matches no skill (the message names the nearest ones).
+        NoVerifiedTask: No candidate passed validation (with the reasons).
+    """
+    from taskloom.generators.procedural.primitives import PRIMITIVES
+    from taskloom.validators.engine import validate_all, validate_task
+
+    started = time.monotonic()
+    request = understand(text, graph, embedder, allowed=set(PRIMITIVES) & set(graph.skills))
+    levels = {**request.difficulty, **(difficulty or {})}
+    planner = ProceduralPlanner(graph, PlanSettings(seed=seed))
+    generator = ProceduralGenerator(graph)
+    config = config or ValidationConfig()
+    accepted: list[tuple[tuple, Draft, TaskReport]] = []
+    reasons: list[str] = []
+    made = 0
+    for round_start in (0, count):
+        drafts = []
+        for blueprint in candidate_blueprints(request, graph, planner, count=count, seed=seed,
+                                              first=round_start, difficulty=levels):
+            try:
+                drafts.append(generator.generate(blueprint))
+            except GenerationFailed as exc:
+                reasons.append(f"candidate {blueprint.index}: {exc}")
+        made += len(drafts)
+        jobs = [lambda d=d: validate_task(d.task, runtime, config,
+                                          expected_values=d.expected_values) for d in drafts]
+        by_name = {d.task.name: d for d in drafts}
+        for report in validate_all(iter(jobs), runtime, workers=workers):
+            draft = by_name[report.task]
+            if report.accepted:
+                accepted.append((_rank(draft, request), draft, report))
+            else:
+                reasons.append(f"{report.task}: " + ", ".join(str(r) for r in report.reasons))
+        if accepted:
+            break
+    if not accepted:
+        raise NoVerifiedTask(f"none of {made} candidates for {text!r} passed validation:\n  "
+                             + "\n  ".join(reasons[-6:]),
+                             fix="try again with another --seed, or a simpler request")
+    _, draft, report = min(accepted, key=lambda item: item[0])
+    folder = str(write_task_folder(draft.task, out / draft.task.name)) if out else None
+    return MakeResult(request=request, task=draft.task, report=report, candidates=made,
+                      accepted=len(accepted), folder=folder,
+                      honored=_honored(request, draft.task),
+                      seconds=round(time.monotonic() - started, 2))
+
+
+def _rank(draft: Draft, request: Request) -> tuple:
+    matched = {m.id for m in request.skills}
+    path = draft.blueprint.path
+    return (request.skills[0].id not in path, -len(matched & set(path)), draft.blueprint.index)
+
+
+def _honored(request: Request, task: Task) -> tuple[str, ...]:
+    text = task.instruction
+    named = [*request.paths, *request.file_names]
+    found = [item for item in named if item in text]
+    found += [str(n) for n in request.numbers
+              if re.search(rf"(?<![\w.]){n}(?![\w.])", text)]
+    return tuple(found)
