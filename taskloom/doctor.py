@@ -55,8 +55,10 @@ def run_checks() -> list[DoctorCheck]:
         if importlib.util.find_spec(module) is not None:
             checks.append(DoctorCheck(f"extra: {module}", "ok", purpose))
         else:
-            checks.append(DoctorCheck(f"extra: {module}", "optional", purpose,
-                                      f"pip install 'taskloom[{extra}]'"))
+            fix = f"pip install 'taskloom[{extra}]'"
+            if extra == "embed":  # torch first: that pin is the CPU build, others pull CUDA
+                fix = f"pip install torch==2.13.0 && {fix}"
+            checks.append(DoctorCheck(f"extra: {module}", "optional", purpose, fix))
     return checks
 
 

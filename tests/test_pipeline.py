@@ -15,7 +15,7 @@ import duckdb
 import pytest
 
 from taskloom.config import load_run_config
-from taskloom.errors import ConfigError
+from taskloom.errors import ConfigError, InfrastructureError
 from taskloom.pipeline.runner import Runner
 from taskloom.pipeline.store import RunStore
 
@@ -166,3 +166,16 @@ def test_config_errors_name_the_key(tmp_path):
     with pytest.raises(ConfigError) as caught:
         load_run_config(bad)
     assert str(bad) in str(caught.value) and "count" in str(caught.value)
+
+
+def test_unreachable_engine_stops_the_run_instead_of_erroring_every_item(tmp_path,
+                                                                        monkeypatch):
+    """Plans keep succeeding while the sandbox is down: that must not hide the outage."""
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    out = tmp_path / "run"
+    with pytest.raises(InfrastructureError, match="in a row at validate"):
+        Runner(load_run_config(None, ["count=20", "seed=5", "workers=2"]), out).run()
+    with RunStore(out / "run.duckdb", read_only=True) as store:
+        errors = store.query("SELECT count(*) FROM items WHERE status = 'error'")[0][0]
+        assert store.run_row()["status"] == "failed"
+    assert 5 <= errors < 20

@@ -37,7 +37,8 @@ def _procedural(config_json: str):
     fixed = {k: v for k, v in config.difficulty.model_dump().items() if v is not None}
     planner = ProceduralPlanner(graph, PlanSettings(
         seed=config.seed, difficulty=fixed, scenario=config.scenario, skills=config.skills,
-        steering_strength=config.diversity.steering_strength))
+        steering_strength=config.diversity.steering_strength,
+        steering_candidates=config.diversity.steering_candidates))
     generator = ProceduralGenerator(graph)
     return planner, generator, ProceduralRefiner(generator)
 

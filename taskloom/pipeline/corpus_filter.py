@@ -55,6 +55,8 @@ class CorpusFilter:
         self.store = store
         self.embedder = embedder
         self.kept: dict[str, str] = {}  # fingerprint -> label of the kept task
+        # Embeddings earlier runs of this store computed (read at once: resume is fast).
+        self.stored = store.embeddings(config.model, TEXT_VERSION) if config.embeds else {}
         self.index: NearDuplicateIndex | None = None
         self.references: NearDuplicateIndex | None = None
         if config.reference:
@@ -105,11 +107,8 @@ class CorpusFilter:
 
     def vector(self, fingerprint: str, task: Task) -> np.ndarray:
         """The task's embedding: from the store, else computed (alone) and stored."""
-        import numpy as np
-
-        stored = self.store.embedding(fingerprint, self.config.model, TEXT_VERSION)
-        if stored is not None:
-            return np.asarray(stored, dtype=np.float32)
+        if fingerprint in self.stored:  # each is needed once: the index keeps kept ones
+            return self.stored.pop(fingerprint)
         vector = self._embedder().embed([embedding_text(task)])[0]
         with self.store.transaction() as db:
             self.store.put_embedding(db, fingerprint, self.config.model, TEXT_VERSION,
@@ -122,16 +121,13 @@ class CorpusFilter:
         Raises:
             TaskFolderError: A reference path is missing or holds an unreadable task.
         """
-        import numpy as np
-
         from taskloom.generators.procedural.assemble import task_fingerprint
         from taskloom.outputs.harbor import find_task_folders, read_task_folder
 
         folders = find_task_folders([Path(p) for p in self.config.reference])
         tasks = [(folder, read_task_folder(folder)) for folder in folders]
         fingerprints = [task_fingerprint(task) for _, task in tasks]
-        vectors: list = [self.store.embedding(f, self.config.model, TEXT_VERSION)
-                         for f in fingerprints]
+        vectors: list = [self.stored.get(f) for f in fingerprints]
         missing = [i for i, v in enumerate(vectors) if v is None]
         if missing:
             computed = self._embedder().embed([embedding_text(tasks[i][1]) for i in missing])
@@ -139,10 +135,11 @@ class CorpusFilter:
                 for i, vector in zip(missing, computed, strict=True):
                     self.store.put_embedding(db, fingerprints[i], self.config.model,
                                              TEXT_VERSION, vector.tolist())
-                    vectors[i] = vector
+                    # Also what a generated task with the same content reuses, as on resume.
+                    self.stored[fingerprints[i]] = vectors[i] = vector
         index = NearDuplicateIndex(len(vectors[0]), capacity=len(vectors))
         for (folder, task), vector in zip(tasks, vectors, strict=True):
-            index.add(np.asarray(vector, dtype=np.float32), f"{task.name} ({folder})")
+            index.add(vector, f"{task.name} ({folder})")
         return index
 
 

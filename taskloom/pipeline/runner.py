@@ -17,6 +17,7 @@ import shutil
 import statistics
 import time
 import uuid
+from collections import Counter
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -167,7 +168,7 @@ class Runner:
         self.next_index = 0
         self.frontier = 0
         self.exported = 0
-        self.infra_errors = 0
+        self.infra_errors: Counter[str] = Counter()  # consecutive, by stage
         # What earlier runs left in the store, so changed outcomes can be undone.
         self.stored_folders = dict(self.store.query("SELECT item, folder FROM tasks"))
         self.stored_duplicates = {row[0] for row in self.store.query(
@@ -243,20 +244,21 @@ class Runner:
         except GenerationFailed as exc:
             status, reason, payload = "rejected", f"{stage}: {exc}", None
         except (InfrastructureError, OSError) as exc:
-            self.infra_errors += 1
+            self.infra_errors[stage] += 1
             item.status, item.reason = "error", f"{stage}: {exc}"
             with self.store.transaction() as db:
                 self.store.put_item(db, index, stage=stage, status="error", reason=item.reason)
                 self.store.put_exchanges(db, index, stage, exchanges)
-            if self.infra_errors >= MAX_CONSECUTIVE_INFRA_ERRORS:
-                raise InfrastructureError(f"{self.infra_errors} infrastructure failures in a "
-                                          f"row; last: {exc}",
+            if self.infra_errors[stage] >= MAX_CONSECUTIVE_INFRA_ERRORS:
+                raise InfrastructureError(f"{self.infra_errors[stage]} infrastructure failures "
+                                          f"in a row at {stage}; last: {exc}",
                                           fix=getattr(exc, "fix", None) or
                                           "fix the sandbox engine (`taskloom doctor`), "
                                           "then resume") from exc
             return
         else:
-            self.infra_errors = 0
+            # Per stage: plans that still work must not hide a sandbox that is down.
+            self.infra_errors[stage] = 0
             status, reason, payload = "ok", None, value.model_dump_json()
         if usage is None and status == "ok":
             usage = getattr(value, "usage", None)

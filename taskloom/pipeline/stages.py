@@ -63,6 +63,7 @@ class StageKeys:
             settings["llm"] = llm_fingerprint(self.config, "planner")
         steered = () if coverage is None else (
             {"strength": self.config.diversity.steering_strength,
+             "candidates": self.config.diversity.steering_candidates,
              "coverage": coverage.model_dump(mode="json")},)
         return fingerprint("plan", PLAN_VERSION, item, settings, graph_fingerprint(self.config),
                            *steered)

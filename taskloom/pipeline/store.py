@@ -225,12 +225,18 @@ class RunStore:
                                "item < ? ORDER BY item", [first, stop]).fetchall()
         return [(item, scenario, json.loads(skills)) for item, scenario, skills in rows]
 
-    def embedding(self, fingerprint: str, model: str, recipe: str) -> list[float] | None:
-        """A stored embedding, or None."""
-        row = self.db.execute("SELECT vector FROM embeddings WHERE fingerprint = ? AND "
-                              "model = ? AND recipe = ?", [fingerprint, model, recipe]
-                              ).fetchone()
-        return None if row is None else row[0]
+    def embeddings(self, model: str, recipe: str) -> dict:
+        """Every stored embedding of a model and text recipe: fingerprint -> float32 array.
+
+        One query (a point lookup per task costs milliseconds in DuckDB); needs numpy.
+        """
+        import numpy as np
+
+        found = self.db.execute("SELECT fingerprint, vector FROM embeddings WHERE model = ? "
+                                "AND recipe = ?", [model, recipe]).fetchnumpy()
+        return {str(fingerprint): np.asarray(vector, dtype=np.float32)
+                for fingerprint, vector in zip(found["fingerprint"], found["vector"],
+                                               strict=True)}
 
     def put_embedding(self, db, fingerprint: str, model: str, recipe: str,
                       vector: list[float]) -> None:

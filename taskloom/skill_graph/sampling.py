@@ -64,38 +64,54 @@ class PathSampler:
             tool_breadth: 1-3; higher prefers paths that need more distinct tools.
             scenario: Restrict the path to this scenario's skills (on-demand requests).
             start: Begin the path with this skill (on-demand requests).
-            steering: Coverage so far; under-covered skills and transitions weigh more.
+            steering: Coverage so far: of several equally good paths, the one whose skills
+                and transitions the corpus has used least is returned.
+        """
+        return self.sample_ranked(rng, length, tool_breadth=tool_breadth, scenario=scenario,
+                                  start=start, steering=steering)[0]
+
+    def sample_ranked(self, rng: random.Random, length: int, *, tool_breadth: int = 1,
+                      scenario: str | None = None, start: str | None = None,
+                      steering: Steering | None = None) -> list[SampledPath]:
+        """Equally good paths (length, tool breadth), the most novel first when steering.
+
+        Without steering this is the one path `sample` returns; with it, up to
+        `steering.candidates` paths, so a caller can skip the ones it cannot realize.
+        Arguments as for `sample`.
         """
         target_tools = TOOL_TARGETS[tool_breadth]
         best: SampledPath | None = None
         best_score = (-1, -1)
+        ties: list[SampledPath] = []  # equally good paths, for steering to choose from
+        wanted = 1 if steering is None else steering.candidates
         for _ in range(ATTEMPTS):
-            path = self._walk(rng, length, tool_breadth, scenario, start, steering)
+            path = self._walk(rng, length, tool_breadth, scenario, start)
             if path is None:
                 continue
             score = (min(len(path.skills), length), min(len(path.tools(self.graph)),
                                                         target_tools))
             if score > best_score:
-                best, best_score = path, score
-            if score == (length, target_tools):
+                best, best_score, ties = path, score, [path]
+            elif score == best_score:
+                ties.append(path)
+            if score == (length, target_tools) and len(ties) >= wanted:
                 break
         if best is None:
             raise ValueError(f"no path can start in scenario {scenario!r}" if scenario else
                              "no path could be sampled from the graph")
-        return best
+        if steering is None:
+            return [best]
+        # Most novel first; a stable sort keeps sampling order among equals.
+        return sorted(ties, key=lambda path: -steering.novelty(path.skills))
 
     def _walk(self, rng: random.Random, length: int, tool_breadth: int,
-              scenario: str | None, start: str | None = None,
-              steering: Steering | None = None) -> SampledPath | None:
+              scenario: str | None, start: str | None = None) -> SampledPath | None:
         graph = self.graph
         starts = [start] if start else [s for s in self.starts
                                         if scenario is None or s in graph.skills_of(scenario)]
         if not starts:
             return None
-        weights = [self.skill_weight(s) for s in starts]
-        if steering is not None:
-            weights = [w * steering.skill(s) for w, s in zip(weights, starts, strict=True)]
-        first = _weighted(rng, starts, weights)
+        first = _weighted(rng, starts, [self.skill_weight(s) for s in starts])
         skills, via = [first], []
         tools = set(graph.skills[first].tools)
         while len(skills) < length:
@@ -113,8 +129,6 @@ class PathSampler:
                             weight *= STAY  # a workflow mostly stays in one context
                         if tool_breadth > 1:
                             weight *= 1 + new_tools * (tool_breadth - 1)
-                        if steering is not None:
-                            weight *= steering.transition(current, candidate)
                         options.append((linking, candidate))
                         weights.append(weight)
             if not options:

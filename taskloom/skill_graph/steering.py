@@ -2,8 +2,8 @@
 
 The runner counts, for the tasks exported among items < i - lag, how often each skill,
 transition (consecutive skill pair) and scenario was used, and hands that
-`CoverageSnapshot` to the planner of item i; the path sampler multiplies its weights by
-`(1 + uses) ** -strength`, so skills and transitions the corpus lacks are drawn more often.
+`CoverageSnapshot` to the planner of item i, which then prefers paths whose skills and
+transitions the corpus lacks (see `Steering`).
 The lag is fixed and the runner plans item i only once every item before i - lag is
 finalized, so the snapshot, and with it plan i, is the same in every run and on resume.
 The snapshot is part of the plan stage's content key.
@@ -75,22 +75,30 @@ class CoverageTracker:
 
 
 class Steering:
-    """Weight factors of a snapshot: under-covered skills and transitions weigh more.
+    """How a coverage snapshot picks among equally good paths.
+
+    The sampler keeps drawing walks as it always does (so the length and tool breadth a
+    difficulty asks for are untouched) until it has `candidates` of the best score; the
+    planner then realizes the most novel one it can: the path whose skills and transitions
+    the corpus has used least. Weighting the walk itself toward rare transitions was
+    measured and rejected: the rarest ones are mostly those the generator cannot realize,
+    and chasing them made plans fall back to much shorter paths (benchmarks/steering.py).
 
     Args:
         coverage: What the corpus covers so far.
-        strength: Exponent; 0 leaves every weight unchanged.
+        strength: Exponent of 1 / (1 + uses) in the novelty of a skill or transition.
+        candidates: Equally good paths compared (1 = plain sampling).
     """
 
-    def __init__(self, coverage: CoverageSnapshot, strength: float = 1.0) -> None:
+    def __init__(self, coverage: CoverageSnapshot, strength: float = 1.0,
+                 candidates: int = 16) -> None:
         self.coverage = coverage
         self.strength = strength
+        self.candidates = candidates
 
-    def skill(self, skill: str) -> float:
-        """Factor of a skill: (1 + tasks using it) ** -strength."""
-        return (1 + self.coverage.skill_uses(skill)) ** -self.strength
-
-    def transition(self, first: str, second: str) -> float:
-        """Factor of a step first -> second (the transition's and the new skill's)."""
-        uses = self.coverage.transition_uses(first, second)
-        return (1 + uses) ** -self.strength * self.skill(second)
+    def novelty(self, skills: tuple[str, ...]) -> float:
+        """How much a path adds: sum over its skills and transitions of 1 / (1 + uses)."""
+        coverage = self.coverage
+        return (sum((1 + coverage.skill_uses(s)) ** -self.strength for s in skills)
+                + sum((1 + coverage.transition_uses(a, b)) ** -self.strength
+                      for a, b in itertools.pairwise(skills)))

@@ -257,15 +257,32 @@ class HybridRefiner:
 
 
 def describe_failures(verdicts: tuple[Verdict, ...]) -> str:
-    """The failing verdicts with the tail of their logs, for a prompt."""
+    """The failing verdicts with the tail of their logs, for a prompt.
+
+    Durations and long hex ids are masked: they change from one validation of the same
+    draft to the next, and an unchanged prompt is what lets a resumed run replay the
+    cached answer instead of paying for it again.
+    """
     lines = []
     for verdict in verdicts:
         if verdict.passed:
             continue
-        lines.append(f"- {verdict.check} ({verdict.reason}): {verdict.details}")
+        lines.append(f"- {verdict.check} ({verdict.reason}): {_stable(verdict.details)}")
         if verdict.log.strip():
-            lines.append("  log (end):\n" + _indent(verdict.log[-SHOWN_LOG_CHARS:]))
+            lines.append("  log (end):\n" + _indent(_stable(verdict.log[-SHOWN_LOG_CHARS:])))
     return "\n".join(lines) or "- (no failing check was reported)"
+
+
+_VOLATILE = (
+    (re.compile(r"\b\d+(?:\.\d+)?(?: ?(?:s|ms|sec|seconds))\b"), "<time>"),
+    (re.compile(r"\b[0-9a-f]{12,64}\b"), "<id>"),
+)
+
+
+def _stable(text: str) -> str:
+    for pattern, mask in _VOLATILE:
+        text = pattern.sub(mask, text)
+    return text
 
 
 def _shown(answer: DraftAnswer) -> str:

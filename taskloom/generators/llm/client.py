@@ -111,8 +111,7 @@ class OpenAIChat:
             try:
                 response = self._send(request, mode)
             except self.openai.APIStatusError as exc:
-                if self.mode is None and position + 1 < len(modes) and \
-                        exc.status_code in MODE_REJECTED:
+                if position + 1 < len(modes) and exc.status_code in MODE_REJECTED:
                     continue  # try the next way of passing the schema
                 raise self._translate(exc) from exc
             self.mode = self.mode or mode

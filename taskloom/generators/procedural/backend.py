@@ -43,8 +43,10 @@ class PlanSettings(Frozen):
         default_factory=dict, description="Fixed levels by dimension; others drawn per item.")
     scenario: str | None = Field(default=None, description="Only plan in this scenario.")
     skills: tuple[str, ...] = Field(default=(), description="Only use these skills (if set).")
-    steering_strength: float = Field(default=1.0, ge=0, description="Exponent of the "
-                                     "under-coverage weight when a coverage snapshot is given.")
+    steering_strength: float = Field(default=1.0, ge=0, description="Exponent in a path's "
+                                     "novelty when a coverage snapshot is given.")
+    steering_candidates: int = Field(default=16, ge=1, description="Equally good paths "
+                                     "compared by novelty when a coverage snapshot is given.")
 
 
 class ProceduralPlanner:
@@ -65,8 +67,8 @@ class ProceduralPlanner:
         anything for a text filter; a dry run of the assembler (milliseconds) settles it.
         With `coverage`, skills and transitions the run's tasks use least are favoured.
         """
-        steering = None if coverage is None else Steering(coverage,
-                                                          self.settings.steering_strength)
+        steering = None if coverage is None else Steering(
+            coverage, self.settings.steering_strength, self.settings.steering_candidates)
         rng = rng_for(self.settings.seed, "plan", index)
         drawn = {name: rng.choice((1, 2, 3)) for name in DIMENSIONS}
         difficulty = Difficulty(**{**drawn, **self.settings.difficulty})
@@ -86,16 +88,20 @@ class ProceduralPlanner:
         length = rng.randint(low, high)
         fallback = None
         for wanted in [length] * PLAN_ATTEMPTS + list(range(length - 1, 0, -1)) * 5:
-            path = self.sampler.sample(rng, wanted, tool_breadth=difficulty.tool_breadth,
-                                       scenario=scenario, start=start, steering=steering)
-            achieved = next(level for level, (lo, hi) in STEP_RANGES.items()
-                            if lo <= len(path.skills) <= hi)
-            blueprint = Blueprint(index=index, seed=seed, scenario=path.scenario,
-                                  path=path.skills, via=path.via, numbers=numbers,
-                                  difficulty=difficulty.model_copy(update={"steps": achieved}))
-            fallback = fallback or blueprint
-            if self.realizable(blueprint):
-                return blueprint
+            # Steered: the most novel realizable one of several equally good paths (the
+            # rarest transitions are often rare because they cannot be realized).
+            for path in self.sampler.sample_ranked(
+                    rng, wanted, tool_breadth=difficulty.tool_breadth, scenario=scenario,
+                    start=start, steering=steering):
+                achieved = next(level for level, (lo, hi) in STEP_RANGES.items()
+                                if lo <= len(path.skills) <= hi)
+                blueprint = Blueprint(index=index, seed=seed, scenario=path.scenario,
+                                      path=path.skills, via=path.via, numbers=numbers,
+                                      difficulty=difficulty.model_copy(
+                                          update={"steps": achieved}))
+                fallback = fallback or blueprint
+                if self.realizable(blueprint):
+                    return blueprint
         return fallback
 
     def realizable(self, blueprint: Blueprint) -> bool:
