@@ -22,38 +22,13 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from taskfactory import make_task
+from validate_throughput import TASK_KINDS
 
 from taskloom.config import ValidationConfig
 from taskloom.sandbox.runtime import open_runtime
 from taskloom.validators.engine import validate_all, validate_folder
-
-WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
-SHELL_TEST = """#!/bin/bash
-if cmp -s /app/out.txt /tests/expected.txt; then echo 1; else echo 0; fi \\
-  > /logs/verifier/reward.txt
-"""
-
-
-def make_shell_tasks(root: Path, count: int) -> list[Path]:
-    """Small, varied tasks (sort, uppercase or count a data file), checked by `cmp`."""
-    folders = []
-    for i in range(count):
-        words = [WORDS[(i * 3 + k) % len(WORDS)] + str(k) for k in range(20 + i % 7)]
-        data = "\n".join(words) + "\n"
-        expected, solve = [
-            ("\n".join(sorted(words)) + "\n", "sort /app/data.txt > /app/out.txt"),
-            (data.upper(), "tr a-z A-Z < /app/data.txt > /app/out.txt"),
-            (f"{len(words)}\n", "wc -l < /app/data.txt > /app/out.txt"),
-        ][i % 3]
-        folder = make_task(root, f"task-{i:04d}", environment={"data.txt": data},
-                           solve=f"#!/bin/bash\n{solve}\n", test_py=None, test_sh=SHELL_TEST)
-        (folder / "tests" / "expected.txt").write_text(expected)
-        folders.append(folder)
-    return folders
 
 
 def busy_cpu_seconds() -> float:
@@ -89,10 +64,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--kind", choices=("shell", "procedural"), default="shell")
     args = parser.parse_args()
-    if args.kind == "shell":
-        make = make_shell_tasks
-    else:
-        from validate_throughput import make_tasks as make
+    make = TASK_KINDS[args.kind]
     rates: dict[str, list[float]] = {"docker": [], "bwrap": []}
     cpus: dict[str, list[float]] = {"docker": [], "bwrap": []}
     with tempfile.TemporaryDirectory() as tmp:

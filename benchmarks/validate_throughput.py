@@ -1,21 +1,31 @@
 """Validation throughput against the sandbox floor, measured in the same run.
 
     .venv/bin/python benchmarks/validate_throughput.py [--tasks 60] [--workers 2] [--rounds 2]
+                                                       [--kind procedural|shell]
 
-Small tasks: single-step procedural tasks at the lowest difficulty (the kind a batch run
-makes by the thousand). The floor (benchmarks/floor.py) runs the same container work with
-no taskloom logic; taskloom runs the full protocol (structure, emulated build, nop, oracle
-x R from fresh state, leakage scan). Rounds alternate the two to spread machine noise; the
+Small tasks. `--kind procedural` (default): single-step procedural tasks at the lowest
+difficulty (the kind a batch run makes by the thousand), checked by pytest, whose start-up
+(~150 ms of CPU per phase here) dominates. `--kind shell`: small tasks made with
+tests/taskfactory.py (sort, uppercase or count a data file) whose test.sh checks the output
+with `cmp`, so the numbers measure the sandboxes rather than pytest.
+
+The floor (benchmarks/floor.py) runs the same container work with no taskloom logic;
+taskloom runs the full protocol (structure, emulated build, nop, oracle x R from fresh
+state, leakage scan). Rounds alternate the two to spread machine noise; the
 ratio is taskloom tasks/min over floor tasks/min.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
 from floor import floor_rate
+from taskfactory import make_task
 
 from taskloom.config import ValidationConfig
 from taskloom.generators.procedural.backend import (
@@ -49,6 +59,34 @@ def make_tasks(root: Path, count: int) -> list[Path]:
     return folders
 
 
+WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
+SHELL_TEST = """#!/bin/bash
+if cmp -s /app/out.txt /tests/expected.txt; then echo 1; else echo 0; fi \\
+  > /logs/verifier/reward.txt
+"""
+
+
+def make_shell_tasks(root: Path, count: int) -> list[Path]:
+    """Small, varied tasks (sort, uppercase or count a data file), checked by `cmp`."""
+    folders = []
+    for i in range(count):
+        words = [WORDS[(i * 3 + k) % len(WORDS)] + str(k) for k in range(20 + i % 7)]
+        data = "\n".join(words) + "\n"
+        expected, solve = [
+            ("\n".join(sorted(words)) + "\n", "sort /app/data.txt > /app/out.txt"),
+            (data.upper(), "tr a-z A-Z < /app/data.txt > /app/out.txt"),
+            (f"{len(words)}\n", "wc -l < /app/data.txt > /app/out.txt"),
+        ][i % 3]
+        folder = make_task(root, f"task-{i:04d}", environment={"data.txt": data},
+                           solve=f"#!/bin/bash\n{solve}\n", test_py=None, test_sh=SHELL_TEST)
+        (folder / "tests" / "expected.txt").write_text(expected)
+        folders.append(folder)
+    return folders
+
+
+TASK_KINDS = {"procedural": make_tasks, "shell": make_shell_tasks}
+
+
 def run_taskloom(client, folders: list[Path], workers: int, repeats: int) -> float:
     import time
 
@@ -70,10 +108,11 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--kind", choices=tuple(TASK_KINDS), default="procedural")
     args = parser.parse_args()
     client = docker_client()
     with tempfile.TemporaryDirectory() as tmp:
-        folders = make_tasks(Path(tmp), args.tasks)
+        folders = TASK_KINDS[args.kind](Path(tmp), args.tasks)
         floor_rate(client, folders[:4], workers=args.workers, repeats=args.repeats)  # warm up
         floors, ours = [], []
         for round_index in range(args.rounds):
@@ -83,7 +122,8 @@ def main() -> None:
             print(f"round {round_index + 1}: floor {floors[-1]:6.1f} tasks/min   "
                   f"taskloom {ours[-1]:6.1f} tasks/min")
     floor, taskloom = sum(floors) / len(floors), sum(ours) / len(ours)
-    print(f"\n{args.tasks} small tasks, {args.workers} workers, R={args.repeats}")
+    print(f"\n{args.tasks} small tasks ({args.kind}), {args.workers} workers, "
+          f"R={args.repeats}")
     print(f"sandbox floor  : {floor:6.1f} tasks/min")
     print(f"taskloom       : {taskloom:6.1f} tasks/min")
     print(f"ratio          : {taskloom / floor:6.2f} of the floor")

@@ -2,16 +2,18 @@
 # Set up taskloom on a fresh Debian/Ubuntu machine, idempotently:
 #   system packages (docker.io, debootstrap, bubblewrap) -> a running Docker engine ->
 #   a virtualenv in .venv with taskloom installed -> the taskloom base image.
-# Usage: scripts/setup.sh [--dev]     (--dev adds the test and lint tools)
+# Usage: scripts/setup.sh [--dev]
+#   default: taskloom with the embed extra (sentence embeddings for `taskloom make` and the
+#   near-duplicate filter; torch CPU); --dev adds the test, lint, Ray, HF and LLM-test tools.
 # Needs root for apt-get, dockerd and debootstrap; everything else is local to the checkout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-extras=""
+extras="embed"
 for arg in "$@"; do
   case "$arg" in
     --dev) extras="dev" ;;
-    -h|--help) sed -n '2,6p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option $arg (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -44,15 +46,13 @@ if [ ! -x .venv/bin/python ]; then
   say "creating .venv"
   python3 -m venv .venv
 fi
-if [ "$extras" = dev ]; then
-  # The embedding tests need torch; this pin is the CPU build (any other pulls CUDA, GBs).
+# Embeddings need torch; this pin is the CPU build (any other pulls CUDA, gigabytes).
+if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
   say "installing torch==2.13.0 (CPU) into .venv"
   .venv/bin/python -m pip install -q --disable-pip-version-check torch==2.13.0
 fi
-say "installing taskloom${extras:+ [$extras]} into .venv"
-spec="."
-[ -n "$extras" ] && spec=".[${extras}]"
-.venv/bin/python -m pip install -q --disable-pip-version-check -e "$spec"
+say "installing taskloom[$extras] into .venv"
+.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[${extras}]"
 if [ "$extras" = dev ]; then
   # The LLM tests' OpenAI-compatible server and its small model (SmolLM2-135M-Instruct).
   if ! .venv/bin/python -c "import llama_cpp.server" >/dev/null 2>&1; then

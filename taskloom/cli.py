@@ -197,7 +197,8 @@ def generate(
     workers: Annotated[int | None, typer.Option("--workers", "-w", min=1,
                                                 help="Parallel sandboxes.")] = None,
     resume: Annotated[bool, typer.Option(help="Continue the run in --out: finished work is "
-                                              "reused, the rest runs.")] = False,
+                                              "reused, the rest runs (starts it when "
+                                              "there is none yet).")] = False,
     config_file: Annotated[Path | None, typer.Option("--config", help="Run config TOML "
                                                      "(see examples/run.toml).")] = None,
     overrides: Annotated[list[str] | None, typer.Option(
@@ -225,6 +226,11 @@ def generate(
                             "generated tasks too similar to any of them (needs the embed "
                             "extra; threshold: --set diversity.reference_threshold=0.9).")
                          ] = None,
+    dedup: Annotated[bool | None, typer.Option(
+        "--dedup/--no-dedup", help="Drop near-duplicates of earlier kept tasks by embedding "
+                                   "similarity (needs the embed extra; threshold: --set "
+                                   "diversity.threshold=0.97).", show_default=False)
+                     ] = None,
 ) -> None:
     """Generate verified tasks: plan → generate → validate ⇄ refine → filter → export.
 
@@ -237,7 +243,7 @@ def generate(
 
     options = {"count": count, "seed": seed, "workers": workers, "backend": backend,
                "runtime": runtime, "executor": executor, "scenario": scenario,
-               "llm.model": model, "llm.base_url": base_url,
+               "llm.model": model, "llm.base_url": base_url, "diversity.enabled": dedup,
                "diversity.reference": [str(p.resolve()) for p in reference] if reference
                else None}
     try:
@@ -246,8 +252,11 @@ def generate(
         if resume:
             if out is None:
                 raise typer.BadParameter("--resume needs --out RUN_DIR")
-            with RunStore(out / STORE_NAME, read_only=True) as store:
-                stored = (store.run_row() or {}).get("config")
+            if (out / STORE_NAME).exists():
+                with RunStore(out / STORE_NAME, read_only=True) as store:
+                    stored = (store.run_row() or {}).get("config")
+            else:  # nothing to resume yet: start it, so the same command can be re-run
+                console.print(f"no run in {out} yet: starting one")
         config = load_run_config(base, overrides, **options) if stored is None else \
             _merge_stored(stored, base, overrides, options)
         target = out or run_dir_for(config)

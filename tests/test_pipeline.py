@@ -179,3 +179,26 @@ def test_unreachable_engine_stops_the_run_instead_of_erroring_every_item(tmp_pat
         errors = store.query("SELECT count(*) FROM items WHERE status = 'error'")[0][0]
         assert store.run_row()["status"] == "failed"
     assert 5 <= errors < 20
+
+
+def test_readme_command_starts_with_resume_and_repeats_without_new_work(tmp_path):
+    """`generate --dedup --out DIR --resume`: starts a run when none exists, and the same
+    command again reuses every stored result (the README's main command is repeatable)."""
+    out = tmp_path / "run"
+    first = run_generate(out, "--dedup", "--resume")
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "no run in" in first.stderr
+    with RunStore(out / "run.duckdb", read_only=True) as store:
+        assert store.run_row()["config"]["diversity"]["enabled"] is True
+        results = store.query("SELECT count(*) FROM results")[0][0]
+        embedded = store.query("SELECT count(*) FROM embeddings")[0][0]
+    assert embedded >= 6
+    before = folder_bytes(out / "tasks")
+    again = run_generate(out, "--dedup", "--resume")
+    assert again.returncode == 0, again.stdout + again.stderr
+    with RunStore(out / "run.duckdb", read_only=True) as store:
+        assert store.query("SELECT count(*) FROM results")[0][0] == results
+        assert store.query("SELECT count(*) FROM embeddings")[0][0] == embedded
+        events = [row[0] for row in store.query("SELECT event FROM events ORDER BY happened")]
+    assert events.count("resumed") == 1
+    assert folder_bytes(out / "tasks") == before

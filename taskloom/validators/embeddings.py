@@ -93,6 +93,7 @@ class SentenceTransformerEmbedder:
             raise ConfigError(f"embeddings need sentence-transformers ({exc})",
                               field="diversity", fix=INSTALL_HINT) from exc
         torch.set_num_threads(threads)
+        _quiet_transformers()
         try:
             self.model = SentenceTransformer(location, device="cpu",
                                              local_files_only=local or not download)
@@ -121,6 +122,15 @@ class SentenceTransformerEmbedder:
                                     normalize_embeddings=True, convert_to_numpy=True,
                                     show_progress_bar=False)
         return np.ascontiguousarray(vectors, dtype=np.float32)
+
+
+def _quiet_transformers() -> None:
+    """No "Loading weights" progress bar: taskloom draws its own progress."""
+    try:
+        from transformers.utils import logging as transformers_logging
+    except ImportError:  # an older sentence-transformers stack without it: nothing to hide
+        return
+    transformers_logging.disable_progress_bar()
 
 
 def resolve_model(model: str) -> str:
