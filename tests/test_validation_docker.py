@@ -191,3 +191,30 @@ def test_tasks_run_without_network(tmp_path, validate):
                              '    assert sorted(os.listdir("/sys/class/net")) == ["lo"]\n')
     report = validate(make_task(tmp_path, "offline", solve=solve, test_py=test))
     assert report.accepted, failed(report)
+
+
+@pytest.mark.parametrize(("target", "sandboxes"), [("/usr/local/bin", 1), ("/usr/bin", 2)])
+def test_installs_under_usr_are_undone_between_runs(tmp_path, runtime_name, request, target,
+                                                    sandboxes):
+    """A solution that fails when its tool is already installed: every oracle run must see
+    the original state. Under /usr/local the driver resets in place (one sandbox for the
+    whole trial, even though the overlay copies /usr up); a new entry in a system directory
+    cannot be undone in place, so each later run gets a new sandbox."""
+    from taskloom.config import ValidationConfig
+    from taskloom.outputs.harbor import read_task_folder
+    from taskloom.validators.engine import validate_task
+    from taskloom.validators.solvability import plan_trial
+
+    runtime = request.getfixturevalue(f"{runtime_name}_runtime")
+    solve = (f"#!/bin/bash\nset -e\n[ ! -e {target}/upper-tool ]\n"
+             f"printf '#!/bin/sh\\ntr a-z A-Z\\n' > /tmp/tool\n"
+             f"install -m 755 /tmp/tool {target}/upper-tool\n"
+             f"upper-tool < /app/data.txt > /app/out.txt\n")
+    task = read_task_folder(make_task(tmp_path, "installs", solve=solve))
+    config = ValidationConfig(repeats=2)
+    report = validate_task(task, runtime, config)
+    assert report.accepted, failed(report)
+    plan, _ = plan_trial(task, config)
+    result = runtime.run(plan)
+    assert [phase.reward for phase in result.phases] == [0, 1, 1]
+    assert result.sandboxes == sandboxes, result.notes

@@ -351,12 +351,18 @@ def fine_ctime():
 
 
 def usr_stamps():
-    """The ctime of each watched /usr directory (None when absent)."""
+    """The mtime of each watched /usr directory (None when absent).
+
+    The mtime, not the ctime: adding, removing or renaming an entry changes the mtime,
+    while on an overlay root (Docker's overlay2, the bwrap runtime) the first write below
+    /usr (`install ... /usr/local/bin/x`) copies /usr up and gives it a new ctime, which
+    would force a new sandbox for every phase after it.
+    """
     stamps = []
     for path in USR_WATCH:
         try:
             info = os.lstat(path)
-            stamps.append((path, info.st_ctime_ns))
+            stamps.append((path, info.st_mtime_ns))
         except OSError:
             stamps.append((path, None))
     return stamps
