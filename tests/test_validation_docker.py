@@ -193,24 +193,31 @@ def test_tasks_run_without_network(tmp_path, validate):
     assert report.accepted, failed(report)
 
 
-@pytest.mark.parametrize(("target", "sandboxes"), [("/usr/local/bin", 1), ("/usr/bin", 2)])
-def test_installs_under_usr_are_undone_between_runs(tmp_path, runtime_name, request, target,
-                                                    sandboxes):
-    """A solution that fails when its tool is already installed: every oracle run must see
-    the original state. Under /usr/local the driver resets in place (one sandbox for the
-    whole trial, even though the overlay copies /usr up); a new entry in a system directory
-    cannot be undone in place, so each later run gets a new sandbox."""
+# Solution lines that fail when run twice in the same state, and the sandboxes a trial
+# (nop, oracle x 2) needs: what the driver can undo in place needs one.
+STATE_CHANGES = {
+    "local-install": ("[ ! -e /usr/local/bin/upper ]\ninstall -m 755 /bin/cat "
+                      "/usr/local/bin/upper\n", 1),
+    "system-install": ("[ ! -e /usr/bin/upper ]\ninstall -m 755 /bin/cat /usr/bin/upper\n", 2),
+    "new-user": ("useradd -M -s /usr/sbin/nologin probe-user\n", 1),
+}
+
+
+@pytest.mark.parametrize("change", list(STATE_CHANGES))
+def test_state_changes_are_undone_between_runs(tmp_path, runtime_name, request, change):
+    """Every oracle run must see the original state. Installs under /usr/local (the overlay
+    copies /usr up on the first write) and edits of image files under /etc (useradd) are
+    undone in place; a new entry in a system directory is not, so each later run gets a
+    new sandbox."""
     from taskloom.config import ValidationConfig
     from taskloom.outputs.harbor import read_task_folder
     from taskloom.validators.engine import validate_task
     from taskloom.validators.solvability import plan_trial
 
     runtime = request.getfixturevalue(f"{runtime_name}_runtime")
-    solve = (f"#!/bin/bash\nset -e\n[ ! -e {target}/upper-tool ]\n"
-             f"printf '#!/bin/sh\\ntr a-z A-Z\\n' > /tmp/tool\n"
-             f"install -m 755 /tmp/tool {target}/upper-tool\n"
-             f"upper-tool < /app/data.txt > /app/out.txt\n")
-    task = read_task_folder(make_task(tmp_path, "installs", solve=solve))
+    line, sandboxes = STATE_CHANGES[change]
+    solve = "#!/bin/bash\nset -e\n" + line + UPPERCASE_SOLVE.removeprefix("#!/bin/bash\n")
+    task = read_task_folder(make_task(tmp_path, change, solve=solve))
     config = ValidationConfig(repeats=2)
     report = validate_task(task, runtime, config)
     assert report.accepted, failed(report)

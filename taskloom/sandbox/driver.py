@@ -45,6 +45,10 @@ HARBOR_DIRS = ("/logs/agent", "/logs/verifier", "/logs/artifacts")
 # Wait after a snapshot or reset so that later changes get a new ctime (see Snapshot).
 CTIME_TICK_SEC = 0.012
 SNAPSHOT_BYTES_LIMIT = 256 * 1024 * 1024
+# Image files a phase commonly edits (useradd rewrites /etc/passwd, group, shadow; config
+# tasks edit /etc): their bytes are kept too (well under 1 MB in the base image), so such
+# a phase is undone in place instead of forcing a new sandbox for every later phase.
+KEEP_IMAGE_BYTES = ("/etc/",)
 
 
 class Capture:
@@ -235,7 +239,8 @@ class Snapshot:
             self.entries[path] = (meta(info), info.st_ctime_ns, info.st_ino)
             if stat.S_ISLNK(info.st_mode):
                 self.saved[path] = os.readlink(path)
-            elif since_ns is None or info.st_ctime_ns < since_ns:
+            elif since_ns is None or (info.st_ctime_ns < since_ns
+                                      and not path.startswith(KEEP_IMAGE_BYTES)):
                 continue  # from the image: restorable only if left untouched
             elif stat.S_ISREG(info.st_mode):
                 budget -= info.st_size
