@@ -11,7 +11,6 @@ therefore produces exactly the dataset of an uninterrupted one.
 from __future__ import annotations
 
 import functools
-import json
 import os
 import shutil
 import statistics
@@ -264,14 +263,16 @@ class Runner:
             usage = getattr(value, "usage", None)
         tokens_in, tokens_out = (usage.tokens_in, usage.tokens_out) if usage else (0, 0)
         cost = usage.cost_usd if usage else 0.0
+        # One commit for the result and what it changes (item, verdicts); the fresh value
+        # goes on as it is (a draft can hold megabytes: no JSON round trip).
         with self.store.transaction() as db:
             self.store.put_result(db, key=key, stage=stage, version=self._version(stage),
                                   item=index, round_=item.round, status=status, reason=reason,
                                   payload=payload, seconds=seconds, tokens_in=tokens_in,
                                   tokens_out=tokens_out, cost_usd=cost)
             self.store.put_exchanges(db, index, stage, exchanges)
-        self._apply(item, stage, status, reason, json.loads(payload) if payload else None,
-                    seconds, tokens_in + tokens_out, cost)
+            self._apply(item, stage, status, reason, value if payload else None,
+                        seconds, tokens_in + tokens_out, cost)
         self._advance(item)
 
     def _version(self, stage: str) -> str:
@@ -279,8 +280,12 @@ class Runner:
                 "validate": stages.VALIDATE_VERSION, "refine": stages.REFINE_VERSION}[stage]
 
     def _apply(self, item: Item, stage: str, status: str, reason: str | None,
-               payload: dict | None, seconds: float, tokens: int, cost: float) -> None:
-        """Record a stage outcome on the item (and in the store's item/verdict tables)."""
+               payload: object, seconds: float, tokens: int, cost: float) -> None:
+        """Record a stage outcome on the item (and in the store's item/verdict tables).
+
+        `payload` is the stage's value: a model fresh from a worker, or the stored JSON
+        (model_validate returns a model unchanged).
+        """
         stats = self.stats[stage]
         stats.seconds.append(seconds or 0.0)
         stats.tokens += tokens or 0

@@ -91,7 +91,8 @@ class RunStore:
                                  "it or pass another --out") from exc
         if not read_only:
             self.db.execute(SCHEMA)
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        self._depth = 0  # open transaction() blocks of the thread holding the lock
 
     def close(self) -> None:
         """Close the database file."""
@@ -105,14 +106,27 @@ class RunStore:
 
     @contextmanager
     def transaction(self):
-        """Group writes so a killed process leaves either all or none of them."""
+        """Group writes so a killed process leaves either all or none of them.
+
+        Nested blocks join the outermost one: it alone commits (or rolls back).
+        """
         with self._lock:
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield self.db
+                finally:
+                    self._depth -= 1
+                return
             self.db.execute("BEGIN TRANSACTION")
+            self._depth = 1
             try:
                 yield self.db
             except BaseException:
                 self.db.execute("ROLLBACK")
                 raise
+            finally:
+                self._depth = 0
             self.db.execute("COMMIT")
 
     # -- run ------------------------------------------------------------------------------
