@@ -6,12 +6,18 @@ base image's exported root filesystem (exported here first when it is missing).
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+
+# The Ctrl-C tests send SIGINT to taskloom processes they start. A suite launched in the
+# background without job control (`nohup ... &`, some CI shells) inherits SIGINT ignored,
+# and children would inherit that too: give the suite (so its children) the default.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
