@@ -22,55 +22,31 @@ import stat
 import tarfile
 from pathlib import Path, PurePosixPath
 
-from pydantic import Field
-
 from taskloom.errors import TaskFolderError
-from taskloom.models import Frozen
+from taskloom.models import TaskFile
+from taskloom.outputs.harbor import read_files
 
-# Droppings that are never part of a task (the same list Harbor folders are read with).
-IGNORED = frozenset({"__pycache__", ".DS_Store", ".git", ".pytest_cache"})
 _DIGEST_FILES = frozenset({"task.toml", "instruction.md", "README.md"})
 _DIGEST_DIRS = ("environment/", "solution/", "tests/")
 
 
-class FolderFile(Frozen):
-    """One file of a task folder, relative to the folder."""
-
-    path: str = Field(description="POSIX path relative to the task folder.")
-    content: bytes = Field(description="Exact bytes.")
-    mode: int = Field(description="Permission bits, e.g. 0o644.")
-
-
-def folder_files(root: Path) -> tuple[FolderFile, ...]:
-    """Every file of a task folder, sorted by path.
+def folder_files(root: Path) -> tuple[TaskFile, ...]:
+    """Every file of a task folder (paths relative to it), sorted by path.
 
     Raises:
         TaskFolderError: The folder holds a symbolic link or a special file.
     """
-    found = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in IGNORED)
-        for name in filenames:
-            if name in IGNORED or name.endswith(".pyc"):
-                continue
-            path = Path(dirpath) / name
-            info = path.lstat()
-            if not stat.S_ISREG(info.st_mode):
-                raise TaskFolderError("is not a regular file (links cannot be exported)",
-                                      path=path, fix="replace it with a copy of the file")
-            found.append(FolderFile(path=path.relative_to(root).as_posix(),
-                                    content=path.read_bytes(), mode=stat.S_IMODE(info.st_mode)))
-    return tuple(sorted(found, key=lambda f: f.path))
+    return read_files(root)
 
 
-def harbor_digest(files: tuple[FolderFile, ...]) -> str:
+def harbor_digest(files: tuple[TaskFile, ...]) -> str:
     """Harbor's content hash of a task folder, `sha256:<hex>`."""
     records = sorted(f"{f.path}\0{hashlib.sha256(f.content).hexdigest()}\n"
                      for f in files if f.path in _DIGEST_FILES or f.path.startswith(_DIGEST_DIRS))
     return "sha256:" + hashlib.sha256("".join(records).encode("utf-8")).hexdigest()
 
 
-def pack(name: str, files: tuple[FolderFile, ...]) -> bytes:
+def pack(name: str, files: tuple[TaskFile, ...]) -> bytes:
     """A reproducible tar.gz of a folder's files.
 
     Entries are `<name>/<path>`, sorted, owned by root, with zero timestamps, so the same
@@ -90,7 +66,7 @@ def pack(name: str, files: tuple[FolderFile, ...]) -> bytes:
     return buffer.getvalue()
 
 
-def unpack(archive: bytes, *, source: str) -> tuple[str, tuple[FolderFile, ...]]:
+def unpack(archive: bytes, *, source: str) -> tuple[str, tuple[TaskFile, ...]]:
     """The folder name and files inside an archive made by `pack`.
 
     Raises:
@@ -109,7 +85,7 @@ def unpack(archive: bytes, *, source: str) -> tuple[str, tuple[FolderFile, ...]]
                                       fix="re-export the dataset with `taskloom export`")
             names.add(parts[0])
             content = tar.extractfile(member).read()
-            files.append(FolderFile(path="/".join(parts[1:]), content=content,
+            files.append(TaskFile(path="/".join(parts[1:]), content=content,
                                     mode=stat.S_IMODE(member.mode)))
     if len(names) != 1:
         raise TaskFolderError(f"archive holds {len(names)} top-level folders, expected one",
@@ -117,7 +93,7 @@ def unpack(archive: bytes, *, source: str) -> tuple[str, tuple[FolderFile, ...]]
     return names.pop(), tuple(sorted(files, key=lambda f: f.path))
 
 
-def write_files(files: tuple[FolderFile, ...], target: Path) -> Path:
+def write_files(files: tuple[TaskFile, ...], target: Path) -> Path:
     """Write files as the folder `target`, atomically (a temporary sibling renamed in)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = target.with_name(f".{target.name}.partial-{os.getpid()}")

@@ -121,6 +121,17 @@ def _read_section(root: Path, section: str) -> tuple[TaskFile, ...]:
     if not folder.is_dir():
         raise TaskFolderError("must be a directory", path=folder,
                               fix=f"make {section}/ a folder of files")
+    return read_files(folder)
+
+
+def read_files(folder: Path) -> tuple[TaskFile, ...]:
+    """Every file below `folder` (paths relative to it, bytes, mode), sorted by path.
+
+    Editor and interpreter droppings are skipped.
+
+    Raises:
+        TaskFolderError: A symbolic link or special file, naming it.
+    """
     files = []
     for dirpath, dirnames, filenames in os.walk(folder):
         dirnames[:] = sorted(d for d in dirnames if d not in _IGNORED_NAMES)

@@ -20,8 +20,8 @@ from pydantic import BaseModel, Field
 
 from taskloom.errors import InputError
 from taskloom.generators.protocols import Difficulty
-from taskloom.models import Frozen, Task
-from taskloom.outputs.archive import FolderFile, folder_files, harbor_digest, pack
+from taskloom.models import Frozen, Task, TaskFile
+from taskloom.outputs.archive import folder_files, harbor_digest, pack
 from taskloom.outputs.run import RunData, RunTask
 from taskloom.validators.coverage import action_complexity
 
@@ -137,7 +137,7 @@ def task_row(data: RunData, task: RunTask, parsed: Task,
         archive=archive, archive_sha256=hashlib.sha256(archive).hexdigest())
 
 
-def _entries(files: tuple[FolderFile, ...], section: str) -> tuple[FileEntry, ...]:
+def _entries(files: tuple[TaskFile, ...], section: str) -> tuple[FileEntry, ...]:
     prefix = f"{section}/"
     return tuple(FileEntry(path=f.path[len(prefix):], content=f.content, mode=f.mode)
                  for f in files if f.path.startswith(prefix))
