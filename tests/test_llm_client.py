@@ -28,7 +28,7 @@ from taskloom.generators.llm.client import (
 from taskloom.generators.llm.exchange import ChatRequest, Exchange, Recorded
 from taskloom.generators.llm.prompts import prompt
 from taskloom.generators.llm.render import answer_of_task, render_task
-from taskloom.generators.procedural.assemble import GenerationFailed
+from taskloom.generators.procedural.assemble import GENERATOR_VERSION, GenerationFailed
 from taskloom.models import Check, ReasonCode, Verdict
 from taskloom.pipeline import stages
 from taskloom.pipeline.runner import Runner
@@ -326,7 +326,7 @@ def test_stage_keys_follow_prompts_and_model_settings(monkeypatch):
     assert stages.generator_version(config) != version  # generate and refine re-run
     assert keys.plan(0) == plan_key  # the planner prompt did not change
     procedural = load_run_config(None, [])
-    assert stages.generator_version(procedural) == "procedural/1"
+    assert stages.generator_version(procedural) == GENERATOR_VERSION
     assert not any(stages.uses_llm(procedural, s) for s in ("plan", "generate", "validate"))
 
 

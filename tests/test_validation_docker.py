@@ -167,15 +167,17 @@ def test_leak_in_build_context(tmp_path, validate):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_leak_in_image(tmp_path, validate, mode):
-    # The Dockerfile writes the reference solution into the image without copying it.
+@pytest.mark.parametrize("folder", ["/opt", "/var/lib/dpkg/info"])
+def test_leak_in_image(tmp_path, validate, mode, folder):
+    # The Dockerfile writes the reference solution into the image without copying it (the
+    # package database is not walked unless setup wrote into it, as here).
     dockerfile = (f"FROM {BASE_IMAGE}\nWORKDIR /app\nCOPY data.txt /app/data.txt\n"
                   "RUN printf '#!/bin/bash\\ntr a-z A-Z < /app/data.txt > /app/out.txt\\n' "
-                  "> /opt/answer.sh\n")
+                  f"> {folder}/answer.sh\n")
     report = validate(make_task(tmp_path, "leak-image", dockerfile=dockerfile), mode=mode)
     assert failed(report) == {Check.LEAKAGE: ReasonCode.LEAK}
     leakage = next(v for v in report.verdicts if v.check == Check.LEAKAGE)
-    assert "/opt/answer.sh" in leakage.log
+    assert f"{folder}/answer.sh" in leakage.log
 
 
 def test_solution_killing_every_process_falls_back(tmp_path, validate):
@@ -200,6 +202,8 @@ STATE_CHANGES = {
                       "/usr/local/bin/upper\n", 1),
     "system-install": ("[ ! -e /usr/bin/upper ]\ninstall -m 755 /bin/cat /usr/bin/upper\n", 2),
     "new-user": ("useradd -M -s /usr/sbin/nologin probe-user\n", 1),
+    "package-database": ("[ ! -e /var/lib/dpkg/info/upper.list ]\n"
+                         "echo /usr/bin/upper > /var/lib/dpkg/info/upper.list\n", 2),
 }
 
 
@@ -207,8 +211,8 @@ STATE_CHANGES = {
 def test_state_changes_are_undone_between_runs(tmp_path, runtime_name, request, change):
     """Every oracle run must see the original state. Installs under /usr/local (the overlay
     copies /usr up on the first write) and edits of image files under /etc (useradd) are
-    undone in place; a new entry in a system directory is not, so each later run gets a
-    new sandbox."""
+    undone in place; a new entry in a system directory or the package database is not, so
+    each later run gets a new sandbox."""
     from taskloom.config import ValidationConfig
     from taskloom.outputs.harbor import read_task_folder
     from taskloom.validators.engine import validate_task

@@ -6,11 +6,12 @@ it imports only the standard library and never taskloom. The runtime copies it t
 
 One phase = fresh state → (optional) solution → tests → reward. "Fresh state" is made in
 place, which is ~4x cheaper than a new container: after setup the driver records every
-path outside /usr (plus /usr/local) with its metadata, and keeps the bytes of what setup
-created. Between phases it kills every stray process, deletes what the phase created and
-restores what it changed. A change it cannot undo (a base-image file rewritten, a system
-directory under /usr touched) makes the state *dirty*: the driver stops and reports the
-phases it did not run, and the runtime runs them in a fresh container.
+path outside /usr and the package databases (plus /usr/local) with its metadata, and
+keeps the bytes of what setup created and of the account files. Between phases it kills
+every stray process, deletes what the phase created and restores what it changed. A
+change it cannot undo (another base-image file rewritten, an entry added to a system
+directory under /usr or to a package database) makes the state *dirty*: the driver stops
+and reports the phases it did not run, and the runtime runs them in a fresh container.
 
 Tests and solutions arrive in plan.json, which is deleted before anything runs; they are
 written to /tests and /solution only for the step that uses them, as Harbor does.
@@ -18,9 +19,8 @@ written to /tests and /solution only for the step that uses them, as Harbor does
 
 from __future__ import annotations
 
-import base64
+import binascii
 import contextlib
-import hashlib
 import json
 import os
 import pwd
@@ -41,14 +41,20 @@ SKIP_ROOTS = frozenset({"/proc", "/sys", "/dev", "/.taskloom"})
 USR_WATCH = ("/usr", "/usr/bin", "/usr/sbin", "/usr/lib", "/usr/lib/x86_64-linux-gnu",
              "/usr/lib/python3/dist-packages", "/usr/share", "/usr/include", "/usr/libexec",
              "/usr/lib/aarch64-linux-gnu")
+# Package databases: ~1,100 entries (of ~1,450 a reset would otherwise stat) that change
+# only when packages are installed, which changes /usr too. Not walked unless setup wrote
+# into them; like /usr, a phase that adds, removes or renames an entry there is dirty.
+PACKAGE_TREES = ("/var/lib/dpkg", "/etc/ssl/certs")
 HARBOR_DIRS = ("/logs/agent", "/logs/verifier", "/logs/artifacts")
 # Wait after a snapshot or reset so that later changes get a new ctime (see Snapshot).
 CTIME_TICK_SEC = 0.012
 SNAPSHOT_BYTES_LIMIT = 256 * 1024 * 1024
-# Image files a phase commonly edits (useradd rewrites /etc/passwd, group, shadow; config
-# tasks edit /etc): their bytes are kept too (well under 1 MB in the base image), so such
-# a phase is undone in place instead of forcing a new sandbox for every later phase.
-KEEP_IMAGE_BYTES = ("/etc/",)
+# Image files a phase commonly edits: the account database, which useradd, groupadd and
+# chpasswd rewrite (with their `-` backups). Their bytes are kept too, so such a phase is
+# undone in place instead of forcing a new sandbox for every later phase; keeping all of
+# /etc (~250 files) cost more per task than the rare sandbox it saves.
+KEEP_IMAGE_BYTES = ("/etc/passwd", "/etc/group", "/etc/shadow", "/etc/gshadow", "/etc/subuid",
+                    "/etc/subgid")
 
 
 class Capture:
@@ -187,8 +193,11 @@ def reap():
             return
 
 
-def walk(root_dev):
-    """Yield (path, lstat) for every path the reset manages, parents before children."""
+def walk(root_dev, skip=()):
+    """Yield (path, lstat) for every path the reset manages, parents before children.
+
+    The trees in `skip` are yielded (their roots) but not entered.
+    """
     stack = ["/"]
     while stack:
         directory = stack.pop()
@@ -207,7 +216,7 @@ def walk(root_dev):
             if info.st_dev != root_dev:
                 continue  # a mount point the engine owns (/etc/hosts, volumes)
             yield path, info
-            if stat.S_ISDIR(info.st_mode) and path != "/usr":
+            if stat.S_ISDIR(info.st_mode) and path != "/usr" and path not in skip:
                 stack.append(path)
         if directory == "/" and os.path.isdir("/usr/local"):
             stack.append("/usr/local")
@@ -226,16 +235,24 @@ class Snapshot:
     link updates the ctime, and a file moved onto a path brings its own inode.
     """
 
-    def __init__(self, since_ns, tick=CTIME_TICK_SEC):
-        # since_ns None: record metadata only (a leak scan), keep no bytes for a reset.
+    def __init__(self, since_ns, tick=CTIME_TICK_SEC, *, resettable=True):
+        # since_ns: ctime of a file written before setup (None: unknown, walk everything);
+        # resettable False: record metadata only (a leak scan), keep no bytes for a reset.
         self.tick = tick
         self.root_dev = os.lstat("/").st_dev
         self.entries = {}
         self.saved = {}
         self.complete = True
-        self.usr_stamps = usr_stamps()
+        self.usr_stamps = dir_stamps(USR_WATCH)
+        # A package tree setup wrote into (a COPY, an install) is walked like the rest.
+        self.unwalked = {root: stamps for root, stamps in
+                         ((root, tree_stamps(root)) for root in PACKAGE_TREES)
+                         if since_ns is not None and stamps and
+                         all(mtime < since_ns for _, mtime in stamps)}
+        if not resettable:
+            since_ns = None
         budget = SNAPSHOT_BYTES_LIMIT
-        for path, info in walk(self.root_dev):
+        for path, info in walk(self.root_dev, self.unwalked):
             self.entries[path] = (meta(info), info.st_ctime_ns, info.st_ino)
             if stat.S_ISLNK(info.st_mode):
                 self.saved[path] = os.readlink(path)
@@ -262,11 +279,15 @@ class Snapshot:
     def reset(self):
         """Bring the filesystem back to this snapshot; return a reason when impossible."""
         kill_strays()
-        if usr_stamps() != self.usr_stamps:
+        if dir_stamps(USR_WATCH) != self.usr_stamps:
             return "a system directory under /usr changed"
+        for root, stamps in self.unwalked.items():
+            # An added, removed or renamed entry changes its directory's mtime.
+            if dir_stamps(directory for directory, _ in stamps) != stamps:
+                return f"the package database {root} changed"
         seen = set()
         changed = []
-        for path, info in walk(self.root_dev):
+        for path, info in walk(self.root_dev, self.unwalked):
             known = self.entries.get(path)
             if known is None or stat.S_IFMT(info.st_mode) != known[0][0]:
                 remove(path, info)
@@ -355,8 +376,23 @@ def fine_ctime():
             os.unlink(probe)
 
 
-def usr_stamps():
-    """The mtime of each watched /usr directory (None when absent).
+def tree_stamps(root):
+    """(directory, mtime) of `root` and every directory below it; [] when absent."""
+    directories = []
+    stack = [root]
+    while stack:
+        directory = stack.pop()
+        try:
+            with os.scandir(directory) as entries:
+                stack += [e.path for e in entries if e.is_dir(follow_symlinks=False)]
+        except OSError:
+            continue
+        directories.append(directory)
+    return dir_stamps(sorted(directories))
+
+
+def dir_stamps(directories):
+    """(directory, mtime or None when gone) of each directory.
 
     The mtime, not the ctime: adding, removing or renaming an entry changes the mtime,
     while on an overlay root (Docker's overlay2, the bwrap runtime) the first write below
@@ -364,12 +400,11 @@ def usr_stamps():
     would force a new sandbox for every phase after it.
     """
     stamps = []
-    for path in USR_WATCH:
+    for directory in directories:
         try:
-            info = os.lstat(path)
-            stamps.append((path, info.st_mtime_ns))
+            stamps.append((directory, os.lstat(directory).st_mtime_ns))
         except OSError:
-            stamps.append((path, None))
+            stamps.append((directory, None))
     return stamps
 
 
@@ -401,7 +436,7 @@ def write_file(path, data, mode):
 def put_files(root, files):
     """Write plan files (base64 data) below `root`."""
     for entry in files:
-        write_file(os.path.join(root, entry["path"]), base64.b64decode(entry["data"]),
+        write_file(os.path.join(root, entry["path"]), binascii.a2b_base64(entry["data"]),
                    entry["mode"])
 
 
@@ -442,7 +477,7 @@ def copy_step(step):
         base = target if source["dir"] else os.path.dirname(target) or "/"
         for entry in source["files"]:
             path = os.path.join(target, entry["path"]) if source["dir"] else target
-            write_file(path, base64.b64decode(entry["data"]), entry["mode"])
+            write_file(path, binascii.a2b_base64(entry["data"]), entry["mode"])
         os.makedirs(base, exist_ok=True)
         if source["dir"]:
             for dirname in source.get("dirs", []):
@@ -489,18 +524,20 @@ def scan_leaks(snapshot, fingerprints):
     by_size = {}
     for item in fingerprints:
         by_size.setdefault(item["size"], []).append(item)
+    same_size = [(path, by_size[recorded[4]])
+                 for path, (recorded, _, _) in snapshot.entries.items()
+                 if recorded[0] == stat.S_IFREG and recorded[4] in by_size]
     leaks = []
-    for path, (recorded, _, _) in snapshot.entries.items():
-        if recorded[0] != stat.S_IFREG or recorded[4] not in by_size:
-            continue
+    if same_size:
+        import hashlib  # only here: loading OpenSSL costs ~4 ms, most tasks never hash
+    for path, candidates in same_size:
         try:
             with open(path, "rb") as handle:
                 digest = hashlib.sha256(handle.read()).hexdigest()
         except OSError:
             continue
-        for item in by_size[recorded[4]]:
-            if item["sha256"] == digest:
-                leaks.append({"path": path, "origin": item["origin"]})
+        leaks += [{"path": path, "origin": item["origin"]}
+                  for item in candidates if item["sha256"] == digest]
     for path in ("/tests", "/solution"):
         if os.path.lexists(path):
             leaks.append({"path": path, "origin": f"the environment already has {path}"})
@@ -614,7 +651,7 @@ def main():
         snapshot = None  # a single phase runs on the state setup left: no reset needed
         if len(phases) > 1 or plan["leak_fingerprints"]:
             tick = 0.0 if plan.get("probe_ctime") and fine_ctime() else CTIME_TICK_SEC
-            snapshot = Snapshot(since_ns if len(phases) > 1 else None, tick)
+            snapshot = Snapshot(since_ns, tick, resettable=len(phases) > 1)
         if plan["leak_fingerprints"]:
             output["leaks"] = scan_leaks(snapshot, plan["leak_fingerprints"])
         for index, phase in enumerate(phases):

@@ -37,7 +37,7 @@ def context_leaks(task: Task) -> list[Leak]:
 
 def states_value(text: str, value: str) -> bool:
     """True when `value` appears in `text` as a whole token (not inside a longer word)."""
-    if not value.strip():
+    if not value.strip() or value not in text:  # the substring test spares a regex
         return False
     return re.search(rf"(?<![\w-]){re.escape(value)}(?![\w-])", text) is not None
 

@@ -28,7 +28,7 @@ from taskloom.seeding import rng_for
 from taskloom.skill_graph.model import SkillGraph
 from taskloom.validators.leakage import states_value
 
-GENERATOR_VERSION = "procedural/1"
+GENERATOR_VERSION = "procedural/2"
 
 
 class GenerationFailed(Exception):  # a normal outcome the caller retries

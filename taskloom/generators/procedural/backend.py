@@ -105,14 +105,17 @@ class ProceduralPlanner:
         return fallback
 
     def realizable(self, blueprint: Blueprint) -> bool:
-        """True when the generator can assemble the blueprint within its first attempts."""
-        for attempt in range(3):
-            try:
-                assemble(blueprint, self.graph, attempt)
-            except GenerationFailed:
-                continue
-            return True
-        return False
+        """True when the generator's first attempt assembles the blueprint.
+
+        One attempt, not several: most failures follow from the path (a count of repeated
+        lines after a dedup step, a prune after the tree was copied), so retrying new data
+        only triples the cost of rejecting a path; the next candidate is as good.
+        """
+        try:
+            assemble(blueprint, self.graph)
+        except GenerationFailed:
+            return False
+        return True
 
 
 class ProceduralGenerator:

@@ -313,8 +313,17 @@ def _needs_normalizing(relpath: str) -> bool:
     return normalized_name(name) != name
 
 
+TREE_BYTES = 1536 * 1024
+"""Bytes one tree may hold. Large trees get more files, not more megabytes: a task of
+25 MB (200 files of up to 300 KiB, copied once by a backup step) cost ~1 GB of run memory
+and slowed every stage that moves it, for no extra skill."""
+
+
 def tree_files(ctx: StepContext, count: int) -> list[TreeFile]:
     """Files of a project/document tree: nested folders, sizes, ages and extensions.
+
+    Sizes spread from empty to 300 KiB until the tree holds `TREE_BYTES`; the files after
+    that are small.
 
     Some names are capitalized (as people name files); at edge-case level 2+ some have
     spaces, non-ASCII letters or upper case. Names stay unique after `normalized_name`.
@@ -324,6 +333,7 @@ def tree_files(ctx: StepContext, count: int) -> list[TreeFile]:
                                     "drafts", "exports"), 3)]
     files: dict[str, TreeFile] = {}
     taken: set[str] = set()
+    spent = 0
     while len(files) < count:
         folder = ctx.rng.choice(folders)
         stem = ctx.rng.choice(domain.file_stems)
@@ -343,6 +353,9 @@ def tree_files(ctx: StepContext, count: int) -> list[TreeFile]:
         size = ctx.rng.choice((0, 1, 2, 5, 12, 40, 130, 300)) * 1024 + ctx.rng.randint(0, 900)
         if size == 0 and ctx.difficulty.edge_cases < 3:
             size = ctx.rng.randint(10, 900)
+        if spent + size > TREE_BYTES:  # the budget is spent: only small files from here on
+            size = ctx.rng.randint(10, 4096)
+        spent += size
         word = ctx.rng.choice(domain.words)
         line = f"{word} {stem} {number}\n".encode()
         content = (line * (size // len(line) + 1))[:size]
