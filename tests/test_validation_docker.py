@@ -202,6 +202,10 @@ STATE_CHANGES = {
                       "/usr/local/bin/upper\n", 1),
     "system-install": ("[ ! -e /usr/bin/upper ]\ninstall -m 755 /bin/cat /usr/bin/upper\n", 2),
     "new-user": ("useradd -M -s /usr/sbin/nologin probe-user\n", 1),
+    "move-and-chmod": ("[ ! -e /app/moved ]\n[ \"$(stat -c %a /app/data.txt)\" != 600 ]\n"
+                       "mkdir /app/moved\nmv /app/data.txt /app/moved/\n"
+                       "chmod 600 /app/moved/data.txt\ncp /app/moved/data.txt /app/data.txt\n",
+                       1),
     "package-database": ("[ ! -e /var/lib/dpkg/info/upper.list ]\n"
                          "echo /usr/bin/upper > /var/lib/dpkg/info/upper.list\n", 2),
 }
@@ -210,9 +214,10 @@ STATE_CHANGES = {
 @pytest.mark.parametrize("change", list(STATE_CHANGES))
 def test_state_changes_are_undone_between_runs(tmp_path, runtime_name, request, change):
     """Every oracle run must see the original state. Installs under /usr/local (the overlay
-    copies /usr up on the first write) and edits of image files under /etc (useradd) are
-    undone in place; a new entry in a system directory or the package database is not, so
-    each later run gets a new sandbox."""
+    copies /usr up on the first write), edits of image files under /etc (useradd) and files
+    moved away and chmod-ed (renamed back, not rewritten) are undone in place; a new entry
+    in a system directory or the package database is not, so each later run gets a new
+    sandbox."""
     from taskloom.config import ValidationConfig
     from taskloom.outputs.harbor import read_task_folder
     from taskloom.validators.engine import validate_task

@@ -45,6 +45,8 @@ USR_WATCH = ("/usr", "/usr/bin", "/usr/sbin", "/usr/lib", "/usr/lib/x86_64-linux
 # only when packages are installed, which changes /usr too. Not walked unless setup wrote
 # into them; like /usr, a phase that adds, removes or renames an entry there is dirty.
 PACKAGE_TREES = ("/var/lib/dpkg", "/etc/ssl/certs")
+# Where a reset keeps files a phase moved until they are renamed back (never walked).
+HOLD_DIR = "/.taskloom/moved"
 HARBOR_DIRS = ("/logs/agent", "/logs/verifier", "/logs/artifacts")
 # Wait after a snapshot or reset so that later changes get a new ctime (see Snapshot).
 CTIME_TICK_SEC = 0.012
@@ -287,20 +289,29 @@ class Snapshot:
                 return f"the package database {root} changed"
         seen = set()
         changed = []
+        created_dirs = []  # removed after the walk: files moved into them may come back
+        movable = {entry[2]: entry[0] for path, entry in self.entries.items()
+                   if entry[0][0] == stat.S_IFREG and isinstance(self.saved.get(path), bytes)}
         for path, info in walk(self.root_dev, self.unwalked):
             known = self.entries.get(path)
             if known is None or stat.S_IFMT(info.st_mode) != known[0][0]:
-                remove(path, info)
+                if stat.S_ISDIR(info.st_mode):
+                    created_dirs.append((path, info))
+                elif not hold(path, info, movable.get(info.st_ino)):
+                    remove(path, info)
                 continue
             seen.add(path)
             if (info.st_ctime_ns, info.st_ino) != known[1:]:
                 changed.append(path)
+        for path, info in created_dirs:
+            remove(path, info)
         missing = [p for p in self.entries if p not in seen]
         restored = sorted(set(missing) | set(changed))
         for path in restored:
             problem = self.restore(path)
             if problem:
                 return problem
+        shutil.rmtree(HOLD_DIR, ignore_errors=True)  # moved files no recorded path took back
         # Restoring children moved their parents' mtimes again; set them last, deepest first.
         for path in reversed(restored):
             recorded = self.entries[path][0]
@@ -327,7 +338,8 @@ class Snapshot:
         if path in self.saved:
             data = self.saved[path]
             if kind == stat.S_IFREG:
-                write_file(path, data, mode)
+                if not (same_bytes(current, inode, size, mtime_ns) or take_back(path, inode)):
+                    write_file(path, data, mode)
             elif kind == stat.S_IFLNK:
                 if current is not None:
                     os.unlink(path)
@@ -406,6 +418,46 @@ def dir_stamps(directories):
         except OSError:
             stamps.append((directory, None))
     return stamps
+
+
+def same_bytes(current, inode, size, mtime_ns):
+    """True when a file kept its inode, size and mtime: only its metadata changed.
+
+    Then (a chmod, a chown) its bytes need no rewriting, as for files of the image.
+    """
+    return (current is not None and stat.S_ISREG(current.st_mode) and current.st_ino == inode
+            and (current.st_size, current.st_mtime_ns) == (size, mtime_ns))
+
+
+def hold(path, info, recorded):
+    """Set aside a file a phase moved; False when `path` is not one.
+
+    `mv a b` leaves b with a's inode, size and mtime: the reset renames it back instead of
+    rewriting a's bytes.
+    """
+    if recorded is None or not stat.S_ISREG(info.st_mode) or \
+            (info.st_size, info.st_mtime_ns) != (recorded[4], recorded[5]):
+        return False
+    try:
+        os.makedirs(HOLD_DIR, exist_ok=True)
+        os.rename(path, os.path.join(HOLD_DIR, str(info.st_ino)))
+    except OSError:
+        return False
+    return True
+
+
+def take_back(path, inode):
+    """Rename a file set aside by `hold` to its recorded path; False when there is none."""
+    held = os.path.join(HOLD_DIR, str(inode))
+    if not os.path.lexists(held):
+        return False
+    directory = os.path.dirname(path)
+    if directory and not os.path.isdir(directory):
+        os.makedirs(directory)
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path)
+    os.rename(held, path)
+    return True
 
 
 def remove(path, info):
