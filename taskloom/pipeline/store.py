@@ -68,6 +68,10 @@ CREATE TABLE IF NOT EXISTS embeddings (
 """
 
 
+ITEM_COLUMNS = ("stage", "status", "reason", "task_id", "fingerprint", "scenario", "skills",
+                "difficulty", "rounds")
+
+
 class StoreError(InputError):
     """A run store that cannot be opened or belongs to another run."""
 
@@ -186,15 +190,19 @@ class RunStore:
 
     def put_item(self, db, item: int, **values) -> None:
         """Insert or update an item's state (inside a transaction)."""
-        columns = ("stage", "status", "reason", "task_id", "fingerprint", "scenario", "skills",
-                   "difficulty", "rounds")
-        current = db.execute("SELECT " + ", ".join(columns) + " FROM items WHERE item = ?",
-                             [item]).fetchone()
-        merged = dict(zip(columns, current, strict=True)) if current else {}
-        for name, value in values.items():
-            merged[name] = json.dumps(value) if name in ("skills", "difficulty") else value
-        db.execute("INSERT OR REPLACE INTO items VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                   [item, *(merged.get(c) for c in columns), time.time()])
+        unknown = set(values) - set(ITEM_COLUMNS)
+        if unknown:
+            raise ValueError(f"items has no column {sorted(unknown)[0]!r}")
+        row = {name: json.dumps(value) if name in ("skills", "difficulty") else value
+               for name, value in values.items()}
+        row["updated"] = time.time()
+        # An UPDATE, not INSERT OR REPLACE: DuckDB replaces a keyed row at twice the cost.
+        assignments = ", ".join(f"{name} = ?" for name in row)
+        if not db.execute(f"UPDATE items SET {assignments} WHERE item = ?",
+                          [*row.values(), item]).fetchone()[0]:
+            columns = ("item", *row)
+            db.execute(f"INSERT INTO items ({', '.join(columns)}) "
+                       f"VALUES ({', '.join('?' * len(columns))})", [item, *row.values()])
 
     def put_verdicts(self, db, item: int, round_: int, task_id: str, verdicts) -> None:
         """Store the verdicts of one validation (inside a transaction)."""
@@ -202,11 +210,13 @@ class RunStore:
         self._insert_verdicts(db, item, round_, task_id, verdicts)
 
     def _insert_verdicts(self, db, item: int, round_: int, task_id: str, verdicts) -> None:
-        for verdict in verdicts:
-            db.execute("INSERT INTO verdicts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                       [item, round_, task_id, str(verdict.check), verdict.passed,
-                        str(verdict.reason) if verdict.reason else None, verdict.details,
-                        verdict.log[:4000], verdict.seconds])
+        rows = [[item, round_, task_id, str(verdict.check), verdict.passed,
+                 str(verdict.reason) if verdict.reason else None, verdict.details,
+                 verdict.log[:4000], verdict.seconds] for verdict in verdicts]
+        if rows:  # one statement: DuckDB pays ~0.4 ms per statement, not per row
+            db.execute("INSERT INTO verdicts VALUES " +
+                       ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?)"] * len(rows)),
+                       [value for row in rows for value in row])
 
     def put_task(self, db, *, item: int, task_id: str, folder: str, fingerprint: str,
                  scenario: str, skills: list[str], categories: list[str], difficulty: dict,
