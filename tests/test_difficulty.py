@@ -88,3 +88,21 @@ def test_specification_levels_read_differently():
     assert all("Your goal:" in d.task.instruction for d in goal)
     assert any("(" in d.task.instruction and "hint" not in d.task.instruction
                for d in explicit)
+
+
+def test_large_data_stays_within_a_task_budget():
+    """Data volume 3 means more files and records, not tens of megabytes: a file tree holds
+    at most TREE_BYTES of large files, so even a task that copies its tree stays a few MB."""
+    from taskloom.generators.procedural.sources import TREE_BYTES
+
+    fixed = {name: 1 for name in DIMENSIONS} | {"data_volume": 3, "steps": 2}
+    planner = ProceduralPlanner(GRAPH, PlanSettings(seed=5, difficulty=fixed))
+    generator = ProceduralGenerator(GRAPH)
+    sizes = []
+    for index in range(40):
+        try:
+            sizes.append(env_bytes(generator.generate(planner.plan(index))))
+        except GenerationFailed:
+            continue
+    assert max(sizes) > TREE_BYTES  # large trees are made (the budget is reached) ...
+    assert max(sizes) < 3 * (TREE_BYTES + 200 * 4096)  # ... and a task holds few of them

@@ -314,9 +314,10 @@ def _needs_normalizing(relpath: str) -> bool:
 
 
 TREE_BYTES = 1536 * 1024
-"""Bytes one tree may hold. Large trees get more files, not more megabytes: a task of
-25 MB (200 files of up to 300 KiB, copied once by a backup step) cost ~1 GB of run memory
-and slowed every stage that moves it, for no extra skill."""
+"""Bytes of sizeable files one tree may hold; the files after that have at most 4 KiB.
+Large trees get more files, not more megabytes: a task of 25 MB (200 files of up to
+300 KiB, copied once by a backup step) cost ~1 GB of run memory and slowed every stage
+that moves it, for no extra skill."""
 
 
 def tree_files(ctx: StepContext, count: int) -> list[TreeFile]:
