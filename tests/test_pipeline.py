@@ -202,3 +202,25 @@ def test_readme_command_starts_with_resume_and_repeats_without_new_work(tmp_path
         events = [row[0] for row in store.query("SELECT event FROM events ORDER BY happened")]
     assert events.count("resumed") == 1
     assert folder_bytes(out / "tasks") == before
+
+
+def test_large_payloads_are_stored_compressed_and_read_back(tmp_path):
+    """A draft of megabytes is kept zlib-compressed (inline, DuckDB checkpoints rewrote such
+    rows over and over, and run memory grew with the store); small ones stay plain JSON."""
+    import duckdb
+
+    from taskloom.pipeline.store import PAYLOAD_INLINE_BYTES, RunStore
+
+    big = json.dumps({"files": ["line of a data file\n" * 50_000]})
+    small = json.dumps({"path": ["csv.sort_rows"]})
+    assert len(big) > PAYLOAD_INLINE_BYTES > len(small)
+    with RunStore(tmp_path / "run.duckdb") as store, store.transaction() as db:
+        for key, payload in (("big", big), ("small", small)):
+            store.put_result(db, key=key, stage="generate", version="1", item=0, round_=0,
+                             status="ok", reason=None, payload=payload, seconds=0.1)
+    with RunStore(tmp_path / "run.duckdb") as store:
+        assert store.result("big")["payload"] == json.loads(big)
+        assert store.result("small")["payload"] == json.loads(small)
+    rows = dict(duckdb.connect(str(tmp_path / "run.duckdb")).execute(
+        "SELECT key, octet_length(payload_zlib) FROM results").fetchall())
+    assert rows["small"] is None and rows["big"] < len(big) / 100

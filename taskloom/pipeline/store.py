@@ -5,7 +5,9 @@ Tables (plain SQL; see the README for example queries):
 - `run`        one row: id, created, config (JSON), status, counts.
 - `results`    every stage result, keyed by its content fingerprint
                (stage, stage version, input fingerprint, stage config): item, round,
-               status (ok / rejected / error), reason, payload (JSON), seconds, tokens, cost.
+               status (ok / rejected / error), reason, payload (JSON), seconds, tokens, cost;
+               a payload over 64 KB (a draft with large files) is in `payload_zlib`
+               instead, zlib-compressed (see `PAYLOAD_INLINE_BYTES`).
                A resumed run looks results up by key, so a stage whose version, input or
                config changed runs again, and so does everything after it.
 - `items`      the current state of each item: stage reached, final status, reason,
@@ -29,6 +31,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import zlib
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -42,7 +45,8 @@ CREATE TABLE IF NOT EXISTS run (
 CREATE TABLE IF NOT EXISTS results (
     key VARCHAR PRIMARY KEY, stage VARCHAR, stage_version VARCHAR, item INTEGER,
     round INTEGER, status VARCHAR, reason VARCHAR, payload JSON, seconds DOUBLE,
-    tokens_in BIGINT, tokens_out BIGINT, cost_usd DOUBLE, created DOUBLE);
+    tokens_in BIGINT, tokens_out BIGINT, cost_usd DOUBLE, created DOUBLE, payload_zlib BLOB);
+ALTER TABLE results ADD COLUMN IF NOT EXISTS payload_zlib BLOB;
 CREATE TABLE IF NOT EXISTS items (
     item INTEGER PRIMARY KEY, stage VARCHAR, status VARCHAR, reason VARCHAR,
     task_id VARCHAR, fingerprint VARCHAR, scenario VARCHAR, skills JSON,
@@ -68,6 +72,10 @@ CREATE TABLE IF NOT EXISTS embeddings (
 """
 
 
+# Larger payloads are stored compressed. Inline, a few drafts of 5 MB (base64 files in
+# JSON) made every DuckDB checkpoint rewrite them: run memory peaked at 1.6 GB after 2,000
+# tasks and grew with the store. Compressed they are ~50 KB (repetitive data files).
+PAYLOAD_INLINE_BYTES = 64 * 1024
 ITEM_COLUMNS = ("stage", "status", "reason", "task_id", "fingerprint", "scenario", "skills",
                 "difficulty", "rounds")
 
@@ -171,11 +179,13 @@ class RunStore:
     def result(self, key: str) -> dict | None:
         """A stored stage result by key: status, reason, payload (parsed), seconds."""
         row = self.db.execute("SELECT status, reason, payload, seconds, tokens_in, "
-                              "tokens_out, cost_usd FROM results WHERE key = ?",
+                              "tokens_out, cost_usd, payload_zlib FROM results WHERE key = ?",
                               [key]).fetchone()
         if row is None:
             return None
-        status, reason, payload, seconds, tokens_in, tokens_out, cost = row
+        status, reason, payload, seconds, tokens_in, tokens_out, cost, packed = row
+        if packed is not None:
+            payload = zlib.decompress(packed).decode()
         return {"status": status, "reason": reason,
                 "payload": json.loads(payload) if payload else None, "seconds": seconds,
                 "tokens_in": tokens_in, "tokens_out": tokens_out, "cost_usd": cost}
@@ -184,9 +194,12 @@ class RunStore:
                    status: str, reason: str | None, payload: str | None, seconds: float,
                    tokens_in: int = 0, tokens_out: int = 0, cost_usd: float = 0.0) -> None:
         """Store one stage result (inside a transaction)."""
+        packed = None
+        if payload is not None and len(payload) > PAYLOAD_INLINE_BYTES:
+            packed, payload = zlib.compress(payload.encode(), 6), None
         db.execute("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                   "?, ?)", [key, stage, version, item, round_, status, reason, payload,
-                             seconds, tokens_in, tokens_out, cost_usd, time.time()])
+                   "?, ?, ?)", [key, stage, version, item, round_, status, reason, payload,
+                                seconds, tokens_in, tokens_out, cost_usd, time.time(), packed])
 
     def put_item(self, db, item: int, **values) -> None:
         """Insert or update an item's state (inside a transaction)."""
