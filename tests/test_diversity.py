@@ -111,7 +111,10 @@ def test_greedy_filter_equals_the_full_matrix_on_real_embeddings(vectors):
                    for i, j in itertools.combinations(range(len(vectors)), 2))
     dropped_counts = set()
     for quantile in (0.5, 0.9, 0.99, 0.999):
-        threshold = pairs[int(quantile * (len(pairs) - 1))]
+        # Between two observed similarities: the index and the full matrix sum the dot
+        # products in different orders, so a pair exactly at the threshold is a coin flip.
+        k = int(quantile * (len(pairs) - 1))
+        threshold = (pairs[k] + pairs[k + 1]) / 2
         ours = greedy_near_duplicates(vectors, threshold)
         expected = brute_force(vectors, threshold)
         assert [None if m is None else int(m.label) for m in ours] == expected

@@ -32,7 +32,7 @@ from taskloom.generators.protocols import Blueprint, Draft
 from taskloom.models import TaskReport
 from taskloom.skill_graph.steering import CoverageSnapshot
 
-PLAN_VERSION = "2"
+PLAN_VERSION = "1"
 VALIDATE_VERSION = "1"
 REFINE_VERSION = "1"
 

@@ -105,17 +105,19 @@ class ProceduralPlanner:
         return fallback
 
     def realizable(self, blueprint: Blueprint) -> bool:
-        """True when the generator's first attempt assembles the blueprint.
+        """True when the generator can assemble the blueprint within its first attempts.
 
-        One attempt, not several: most failures follow from the path (a count of repeated
-        lines after a dedup step, a prune after the tree was copied), so retrying new data
-        only triples the cost of rejecting a path; the next candidate is as good.
+        Three, not one: a single attempt halves planning time but rejects many of the
+        novel paths steering ranks first (rare because they are hard to realize), and
+        steering then moved plans off covered skills by 8% instead of 30% (seed 4).
         """
-        try:
-            assemble(blueprint, self.graph)
-        except GenerationFailed:
-            return False
-        return True
+        for attempt in range(3):
+            try:
+                assemble(blueprint, self.graph, attempt)
+            except GenerationFailed:
+                continue
+            return True
+        return False
 
 
 class ProceduralGenerator:
