@@ -24,19 +24,9 @@ from pathlib import Path, PurePosixPath
 
 from taskloom.errors import TaskFolderError
 from taskloom.models import TaskFile
-from taskloom.outputs.harbor import read_files
 
 _DIGEST_FILES = frozenset({"task.toml", "instruction.md", "README.md"})
 _DIGEST_DIRS = ("environment/", "solution/", "tests/")
-
-
-def folder_files(root: Path) -> tuple[TaskFile, ...]:
-    """Every file of a task folder (paths relative to it), sorted by path.
-
-    Raises:
-        TaskFolderError: The folder holds a symbolic link or a special file.
-    """
-    return read_files(root)
 
 
 def harbor_digest(files: tuple[TaskFile, ...]) -> str:

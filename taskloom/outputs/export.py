@@ -31,10 +31,10 @@ from pydantic import Field
 
 from taskloom.errors import InputError
 from taskloom.models import Frozen
-from taskloom.outputs.archive import folder_files, harbor_digest, write_files
+from taskloom.outputs.archive import harbor_digest, write_files
 from taskloom.outputs.card import dataset_card
 from taskloom.outputs.dataset import check_repo_id, write_hf, write_jsonl, write_parquet
-from taskloom.outputs.harbor import read_task_folder
+from taskloom.outputs.harbor import read_files, read_task_folder
 from taskloom.outputs.rows import task_rows
 from taskloom.outputs.run import LeftOut, RunData, load_run, run_metrics
 
@@ -125,7 +125,7 @@ def _write_harbor(data: RunData, out: Path, name: str) -> list[Path]:
     entries = []
     written = []
     for task in data.tasks:
-        files = folder_files(task.folder)
+        files = read_files(task.folder)
         parsed = read_task_folder(task.folder)  # a folder Harbor cannot read is an error
         package = parsed.config.task.name if parsed.config.task else f"taskloom/{task.task_id}"
         entries.append({"name": package, "digest": harbor_digest(files)})

@@ -21,7 +21,8 @@ from pydantic import BaseModel, Field
 from taskloom.errors import InputError
 from taskloom.generators.protocols import Difficulty
 from taskloom.models import Frozen, Task, TaskFile
-from taskloom.outputs.archive import folder_files, harbor_digest, pack
+from taskloom.outputs.archive import harbor_digest, pack
+from taskloom.outputs.harbor import read_files
 from taskloom.outputs.run import RunData, RunTask
 from taskloom.validators.coverage import action_complexity
 
@@ -113,7 +114,7 @@ def task_rows(data: RunData) -> Iterator[TaskRow]:
 def task_row(data: RunData, task: RunTask, parsed: Task,
              verdicts: tuple[VerdictSummary, ...]) -> TaskRow:
     """The row of one exported task."""
-    files = folder_files(task.folder)
+    files = read_files(task.folder)
     archive = pack(task.task_id, files)
     metadata = parsed.config.metadata
     solve = parsed.file("solution", "solve.sh")

@@ -333,9 +333,10 @@ class BwrapRuntime:
         Its bytecode, compiled once by the root filesystem's own python3 (a sandbox then
         skips ~4 ms of compiling, 5% of a small task); the source if that python cannot.
         """
+        source = DRIVER_SOURCE.read_bytes()
         folder = self.home / "driver"
         folder.mkdir()
-        (folder / "driver.py").write_bytes(DRIVER_SOURCE.read_bytes())
+        (folder / "driver.py").write_bytes(source)
         compile_it = ("import py_compile; py_compile.compile('/tmp/driver.py', "
                       "cfile='/tmp/driver.pyc', doraise=True)")
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):
@@ -347,7 +348,7 @@ class BwrapRuntime:
         compiled = folder / "driver.pyc"
         if compiled.is_file():
             return compiled.name, compiled.read_bytes()
-        return "driver.py", DRIVER_SOURCE.read_bytes()
+        return "driver.py", source
 
     def _mount_sysfs(self) -> Path:
         """A read-only sysfs seen from an empty network namespace, shared by the sandboxes.

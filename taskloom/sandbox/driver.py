@@ -451,11 +451,7 @@ def take_back(path, inode):
     held = os.path.join(HOLD_DIR, str(inode))
     if not os.path.lexists(held):
         return False
-    directory = os.path.dirname(path)
-    if directory and not os.path.isdir(directory):
-        os.makedirs(directory)
-    if os.path.isdir(path) and not os.path.islink(path):
-        shutil.rmtree(path)
+    make_room(path)
     os.rename(held, path)
     return True
 
@@ -471,8 +467,8 @@ def remove(path, info):
         pass
 
 
-def write_file(path, data, mode):
-    """Replace whatever is at `path` with a regular file of `data`."""
+def make_room(path):
+    """Create `path`'s parent folders and delete whatever is at `path`."""
     directory = os.path.dirname(path)
     if directory and not os.path.isdir(directory):
         os.makedirs(directory)
@@ -480,6 +476,11 @@ def write_file(path, data, mode):
         shutil.rmtree(path)
     elif os.path.lexists(path):
         os.unlink(path)
+
+
+def write_file(path, data, mode):
+    """Replace whatever is at `path` with a regular file of `data`."""
+    make_room(path)
     with open(path, "wb") as handle:
         handle.write(data)
     os.chmod(path, mode)
