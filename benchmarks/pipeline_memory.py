@@ -5,7 +5,8 @@
 Each run is a separate process running the whole pipeline (real generation and validation
 in Docker); its peak resident set size is read from the kernel (ru_maxrss).
 The ratio large/small should stay near 1: items stream through a bounded window and
-everything else lives in the run store on disk (its size is printed too).
+everything else lives in the run store on disk (its size is printed too: run.duckdb plus
+run.payloads).
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ def peak_rss_mb(count: int, workers: int, root: Path) -> tuple[float, float, flo
     if done.returncode != 0:
         raise SystemExit(f"run of {count} tasks failed:\n{done.stderr[-2000:]}")
     peak_kib = float(done.stdout.strip().splitlines()[-1])
-    store_mb = os.path.getsize(out / "run.duckdb") / 2**20
+    store_mb = sum(os.path.getsize(out / name) for name in ("run.duckdb", "run.payloads")
+                   if (out / name).exists()) / 2**20
     return peak_kib / 1024, seconds, store_mb
 
 

@@ -38,7 +38,7 @@ app.add_typer(base_image_app, name="base-image")
 graph_app = typer.Typer(help="Inspect the skill graph: skills, scenarios and how they link.",
                         no_args_is_help=True)
 app.add_typer(graph_app, name="graph")
-runs_app = typer.Typer(help="Summarise batch runs (each is one DuckDB file).",
+runs_app = typer.Typer(help="Summarise batch runs (each a folder with its run store).",
                        no_args_is_help=True)
 app.add_typer(runs_app, name="runs")
 
@@ -191,7 +191,7 @@ def generate(
     count: Annotated[int | None, typer.Option("--count", "-n", min=1,
                                               help="Verified tasks wanted.")] = None,
     seed: Annotated[int | None, typer.Option(help="Run seed (same seed, same tasks).")] = None,
-    out: Annotated[Path | None, typer.Option(help="Run directory: run.duckdb + tasks/ "
+    out: Annotated[Path | None, typer.Option(help="Run directory: run.duckdb, run.payloads, tasks/ "
                                                   "(default runs/<backend>-seed<S>-n<N>).")
                    ] = None,
     workers: Annotated[int | None, typer.Option("--workers", "-w", min=1,
@@ -234,8 +234,9 @@ def generate(
 ) -> None:
     """Generate verified tasks: plan → generate → validate ⇄ refine → filter → export.
 
-    The run lives in one folder: run.duckdb (every stage result, resumable) and tasks/
-    (Harbor task folders). Ctrl-C stops cleanly; `--resume --out DIR` continues.
+    The run lives in one folder: run.duckdb (every stage result, resumable; drafts over
+    4 KB in run.payloads beside it) and tasks/ (Harbor task folders). Ctrl-C stops cleanly;
+    `--resume --out DIR` continues.
     """
     from taskloom.config import load_run_config
     from taskloom.pipeline.runner import STORE_NAME, Runner, run_dir_for

@@ -44,6 +44,14 @@ def query(out, sql: str) -> list[tuple]:
         return store.query(sql)
 
 
+def drafts(out) -> list[dict]:
+    """The generate stage's successful drafts (over 4 KB they are in the payload file)."""
+    with RunStore(out / "run.duckdb", read_only=True) as store:
+        keys = store.query("SELECT key FROM results WHERE stage = 'generate' AND "
+                           "status = 'ok'")
+        return [store.result(key)["payload"] for (key,) in keys]
+
+
 def test_real_server_takes_json_object_with_a_schema(llama):
     chat = OpenAIChat(LLMConfig(base_url=llama.base_url, model=MODEL_ALIAS, max_tokens=256,
                                 grammar_max_items=6))
@@ -106,9 +114,7 @@ def test_llm_backend_end_to_end_with_refine_rounds_and_replay(llama, tmp_path, d
     assert after == before
     assert query(out, "SELECT count(*) FROM llm_cache")[0][0] == cached[0]
     assert llama.completions() == answered
-    payloads = query(out, "SELECT payload FROM results WHERE stage = 'generate' AND "
-                          "status = 'ok'")
-    assert all(json.loads(p)["usage"]["requests"] == 0 for (p,) in payloads)
+    assert all(draft["usage"]["requests"] == 0 for draft in drafts(out))
 
 
 @pytest.mark.docker
@@ -131,10 +137,7 @@ def test_hybrid_backend_end_to_end_with_judge(llama, tmp_path, docker_client_rea
         if status == "failed":  # the rewrite dropped a requirement twice (retried once)
             assert "rewrite" in reason
             assert dict(rewrites)[item] >= 2
-    drafts = query(out, "SELECT payload FROM results WHERE stage = 'generate' AND "
-                        "status = 'ok'")
-    for (payload,) in drafts:
-        draft = json.loads(payload)
+    for draft in drafts(out):
         assert draft["generator"] == "hybrid/1"
         assert draft["task"]["config"]["metadata"]["persona"]
 

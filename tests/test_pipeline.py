@@ -204,9 +204,10 @@ def test_readme_command_starts_with_resume_and_repeats_without_new_work(tmp_path
     assert folder_bytes(out / "tasks") == before
 
 
-def test_large_payloads_are_stored_compressed_and_read_back(tmp_path):
-    """A draft of megabytes is kept zlib-compressed (inline, DuckDB checkpoints rewrote such
-    rows over and over, and run memory grew with the store); small ones stay plain JSON."""
+def test_large_payloads_live_compressed_beside_the_store_and_read_back(tmp_path):
+    """A draft over 4 KB goes zlib-compressed into run.payloads (inside DuckDB, checkpoints
+    rewrote such rows over and over and run memory grew with the store); small payloads
+    stay plain JSON in SQL. Bytes lost with the machine read as absent: the stage reruns."""
     import duckdb
 
     from taskloom.pipeline.store import PAYLOAD_INLINE_BYTES, RunStore
@@ -215,12 +216,23 @@ def test_large_payloads_are_stored_compressed_and_read_back(tmp_path):
     small = json.dumps({"path": ["csv.sort_rows"]})
     assert len(big) > PAYLOAD_INLINE_BYTES > len(small)
     with RunStore(tmp_path / "run.duckdb") as store, store.transaction() as db:
-        for key, payload in (("big", big), ("small", small)):
+        for key, payload in (("big", big), ("small", small), ("big2", big + " ")):
             store.put_result(db, key=key, stage="generate", version="1", item=0, round_=0,
                              status="ok", reason=None, payload=payload, seconds=0.1)
-    with RunStore(tmp_path / "run.duckdb") as store:
+    with RunStore(tmp_path / "run.duckdb", read_only=True) as store:
         assert store.result("big")["payload"] == json.loads(big)
+        assert store.result("big2")["payload"] == json.loads(big)
         assert store.result("small")["payload"] == json.loads(small)
-    rows = dict(duckdb.connect(str(tmp_path / "run.duckdb")).execute(
-        "SELECT key, octet_length(payload_zlib) FROM results").fetchall())
-    assert rows["small"] is None and rows["big"] < len(big) / 100
+    rows = {key: (payload, at, size) for key, payload, at, size in duckdb.connect(
+        str(tmp_path / "run.duckdb"), read_only=True).execute(
+        "SELECT key, payload, payload_at, payload_bytes FROM results").fetchall()}
+    assert rows["small"] == (small, None, None)
+    assert rows["big"][0] is None and rows["big"][2] < len(big) / 100
+    payloads = tmp_path / "run.payloads"
+    assert payloads.stat().st_size == rows["big"][2] + rows["big2"][2]
+
+    with payloads.open("r+b") as damaged:  # the second draft's bytes never reached disk
+        damaged.truncate(rows["big2"][1] + 3)
+    with RunStore(tmp_path / "run.duckdb") as store:
+        assert store.result("big2") is None
+        assert store.result("big")["payload"] == json.loads(big)

@@ -1,10 +1,11 @@
 """Read a finished (or interrupted) run directory for exports and reports.
 
-A run directory is `run.duckdb` plus `tasks/` (see `taskloom.pipeline.runner`). `load_run`
-reads what every output needs in one pass over the store: the run row, the exported tasks
-in item order, why every other item was left out, the funnel, and failed checks with an
-example log per reason. `run_metrics` adds the corpus diversity metrics of
-`taskloom.validators.coverage` computed from the store and the task folders.
+A run directory is the run store (`run.duckdb`, `run.payloads`) plus `tasks/` (see
+`taskloom.pipeline.runner`). `load_run` reads what every output needs in one pass over the
+store: the run row, the exported tasks in item order, why every other item was left out,
+the funnel, and failed checks with an example log per reason. `run_metrics` adds the corpus
+diversity metrics of `taskloom.validators.coverage` computed from the store and the task
+folders.
 """
 
 from __future__ import annotations

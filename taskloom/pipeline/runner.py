@@ -95,7 +95,7 @@ class RunSummary:
 
 
 class Runner:
-    """Runs (or resumes) one batch run into `out/` (run.duckdb + tasks/)."""
+    """Runs (or resumes) one batch run into `out/` (run.duckdb, run.payloads, tasks/)."""
 
     def __init__(self, config: RunConfig, out: Path, *, resume: bool = False,
                  progress: Progress | None = None, executor: Executor | None = None) -> None:

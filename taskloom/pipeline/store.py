@@ -1,4 +1,4 @@
-"""The run store: one DuckDB file per run, written only by the driver.
+"""The run store: one DuckDB file per run (and its payload file), written only by the driver.
 
 Tables (plain SQL; see the README for example queries):
 
@@ -6,8 +6,9 @@ Tables (plain SQL; see the README for example queries):
 - `results`    every stage result, keyed by its content fingerprint
                (stage, stage version, input fingerprint, stage config): item, round,
                status (ok / rejected / error), reason, payload (JSON), seconds, tokens, cost;
-               a payload over 64 KB (a draft with large files) is in `payload_zlib`
-               instead, zlib-compressed (see `PAYLOAD_INLINE_BYTES`).
+               a payload over 4 KB (a draft, with its files) is kept zlib-compressed
+               in the append-only file `run.payloads` beside the store instead, at
+               `payload_at` (offset) and `payload_bytes` (see `PayloadFile`).
                A resumed run looks results up by key, so a stage whose version, input or
                config changed runs again, and so does everything after it.
 - `items`      the current state of each item: stage reached, final status, reason,
@@ -29,6 +30,7 @@ Tables (plain SQL; see the README for example queries):
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 import zlib
@@ -37,7 +39,7 @@ from pathlib import Path
 
 from taskloom.errors import InputError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS run (
     id VARCHAR PRIMARY KEY, created DOUBLE, schema_version INTEGER, config JSON,
@@ -45,8 +47,10 @@ CREATE TABLE IF NOT EXISTS run (
 CREATE TABLE IF NOT EXISTS results (
     key VARCHAR PRIMARY KEY, stage VARCHAR, stage_version VARCHAR, item INTEGER,
     round INTEGER, status VARCHAR, reason VARCHAR, payload JSON, seconds DOUBLE,
-    tokens_in BIGINT, tokens_out BIGINT, cost_usd DOUBLE, created DOUBLE, payload_zlib BLOB);
-ALTER TABLE results ADD COLUMN IF NOT EXISTS payload_zlib BLOB;
+    tokens_in BIGINT, tokens_out BIGINT, cost_usd DOUBLE, created DOUBLE, payload_at BIGINT,
+    payload_bytes INTEGER);
+ALTER TABLE results ADD COLUMN IF NOT EXISTS payload_at BIGINT;
+ALTER TABLE results ADD COLUMN IF NOT EXISTS payload_bytes INTEGER;
 CREATE TABLE IF NOT EXISTS items (
     item INTEGER PRIMARY KEY, stage VARCHAR, status VARCHAR, reason VARCHAR,
     task_id VARCHAR, fingerprint VARCHAR, scenario VARCHAR, skills JSON,
@@ -72,10 +76,17 @@ CREATE TABLE IF NOT EXISTS embeddings (
 """
 
 
-# Larger payloads are stored compressed. Inline, a few drafts of 5 MB (base64 files in
-# JSON) made every DuckDB checkpoint rewrite them: run memory peaked at 1.6 GB after 2,000
-# tasks and grew with the store. Compressed they are ~50 KB (repetitive data files).
-PAYLOAD_INLINE_BYTES = 64 * 1024
+# Payloads over 4 KB (drafts, with their files) live compressed in the payload file, not in
+# DuckDB: it keeps strings that long in overflow blocks, and its checkpoints rewrote them
+# again and again as the store grew, so peak memory grew with the run (inline 5 MB drafts:
+# 1.6 GB after 2,000 tasks). Replaying a real run's store writes (ad hoc), peak RSS for
+# 6,000 items was 24 MiB above that for 100 with this limit; 59 MiB with a 16 or 64 KB
+# limit; 178 MiB with every payload in DuckDB.
+PAYLOAD_INLINE_BYTES = 4096
+PAYLOADS_SUFFIX = ".payloads"
+RESULT_COLUMNS = ("key", "stage", "stage_version", "item", "round", "status", "reason",
+                  "payload", "seconds", "tokens_in", "tokens_out", "cost_usd", "created",
+                  "payload_at", "payload_bytes")
 ITEM_COLUMNS = ("stage", "status", "reason", "task_id", "fingerprint", "scenario", "skills",
                 "difficulty", "rounds")
 
@@ -84,8 +95,54 @@ class StoreError(InputError):
     """A run store that cannot be opened or belongs to another run."""
 
 
+class PayloadFile:
+    """Append-only zlib-compressed payloads; the store keeps each one's offset and length.
+
+    Bytes are appended before their row commits: a killed run leaves at most unreferenced
+    bytes at the end. A row whose bytes are missing or damaged (the machine lost power
+    before the OS wrote them) reads as absent, so its stage simply runs again.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._append_fd: int | None = None
+        self._read_fd: int | None = None
+
+    def append(self, payload: str) -> tuple[int, int]:
+        """Store a payload; its (offset, length) in the file."""
+        packed = zlib.compress(payload.encode(), 6)
+        if self._append_fd is None:
+            self._append_fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        at = os.fstat(self._append_fd).st_size
+        os.write(self._append_fd, packed)
+        return at, len(packed)
+
+    def read(self, at: int, size: int) -> str | None:
+        """The payload at `at`, or None when its bytes are missing or damaged."""
+        if self._read_fd is None:
+            try:
+                self._read_fd = os.open(self.path, os.O_RDONLY)
+            except FileNotFoundError:
+                return None
+        packed = os.pread(self._read_fd, size, at)
+        try:
+            return zlib.decompress(packed).decode() if len(packed) == size else None
+        except zlib.error:
+            return None
+
+    def close(self) -> None:
+        """Close the file."""
+        for fd in (self._append_fd, self._read_fd):
+            if fd is not None:
+                os.close(fd)
+        self._append_fd = self._read_fd = None
+
+
 class RunStore:
-    """A DuckDB run file. Use from one thread (the driver); every write commits."""
+    """A run's DuckDB file and its payload file.
+
+    Use from one thread (the driver); every write commits.
+    """
 
     def __init__(self, path: Path, *, read_only: bool = False) -> None:
         import duckdb
@@ -103,12 +160,14 @@ class RunStore:
                                  "it or pass another --out") from exc
         if not read_only:
             self.db.execute(SCHEMA)
+        self.payloads = PayloadFile(self.path.with_suffix(PAYLOADS_SUFFIX))
         self._lock = threading.RLock()
         self._depth = 0  # open transaction() blocks of the thread holding the lock
 
     def close(self) -> None:
-        """Close the database file."""
+        """Close the database and payload files."""
         self.db.close()
+        self.payloads.close()
 
     def __enter__(self) -> RunStore:
         return self
@@ -179,13 +238,15 @@ class RunStore:
     def result(self, key: str) -> dict | None:
         """A stored stage result by key: status, reason, payload (parsed), seconds."""
         row = self.db.execute("SELECT status, reason, payload, seconds, tokens_in, "
-                              "tokens_out, cost_usd, payload_zlib FROM results WHERE key = ?",
-                              [key]).fetchone()
+                              "tokens_out, cost_usd, payload_at, payload_bytes FROM results "
+                              "WHERE key = ?", [key]).fetchone()
         if row is None:
             return None
-        status, reason, payload, seconds, tokens_in, tokens_out, cost, packed = row
-        if packed is not None:
-            payload = zlib.decompress(packed).decode()
+        status, reason, payload, seconds, tokens_in, tokens_out, cost, at, size = row
+        if at is not None:
+            payload = self.payloads.read(at, size)
+            if payload is None:
+                return None
         return {"status": status, "reason": reason,
                 "payload": json.loads(payload) if payload else None, "seconds": seconds,
                 "tokens_in": tokens_in, "tokens_out": tokens_out, "cost_usd": cost}
@@ -194,12 +255,13 @@ class RunStore:
                    status: str, reason: str | None, payload: str | None, seconds: float,
                    tokens_in: int = 0, tokens_out: int = 0, cost_usd: float = 0.0) -> None:
         """Store one stage result (inside a transaction)."""
-        packed = None
+        at = size = None
         if payload is not None and len(payload) > PAYLOAD_INLINE_BYTES:
-            packed, payload = zlib.compress(payload.encode(), 6), None
-        db.execute("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                   "?, ?, ?)", [key, stage, version, item, round_, status, reason, payload,
-                                seconds, tokens_in, tokens_out, cost_usd, time.time(), packed])
+            (at, size), payload = self.payloads.append(payload), None
+        db.execute(f"INSERT OR REPLACE INTO results ({', '.join(RESULT_COLUMNS)}) VALUES "
+                   f"({', '.join('?' * len(RESULT_COLUMNS))})",
+                   [key, stage, version, item, round_, status, reason, payload, seconds,
+                    tokens_in, tokens_out, cost_usd, time.time(), at, size])
 
     def put_item(self, db, item: int, **values) -> None:
         """Insert or update an item's state (inside a transaction)."""
