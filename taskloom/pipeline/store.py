@@ -78,10 +78,9 @@ CREATE TABLE IF NOT EXISTS embeddings (
 
 # Payloads over 4 KB (drafts, with their files) live compressed in the payload file, not in
 # DuckDB: it keeps strings that long in overflow blocks, and its checkpoints rewrote them
-# again and again as the store grew, so peak memory grew with the run (inline 5 MB drafts:
-# 1.6 GB after 2,000 tasks). Replaying a real run's store writes (ad hoc), peak RSS for
-# 6,000 items was 24 MiB above that for 100 with this limit; 59 MiB with a 16 or 64 KB
-# limit; 178 MiB with every payload in DuckDB.
+# again and again as the store grew, so peak memory grew with the run.
+# `benchmarks/pipeline_memory.py --small 100 --large 2000`: 326 vs 1,588 MiB with drafts
+# inline, 193 vs 254 MiB with those over 64 KB compressed inline, 172 vs 223 MiB with this.
 PAYLOAD_INLINE_BYTES = 4096
 PAYLOADS_SUFFIX = ".payloads"
 RESULT_COLUMNS = ("key", "stage", "stage_version", "item", "round", "status", "reason",
