@@ -15,6 +15,7 @@ run never leaves half a task behind.
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import stat
@@ -181,9 +182,9 @@ def write_task_folder(task: Task, path: Path | str) -> Path:
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
+    for stale in target.parent.glob(f".{glob.escape(target.name)}.partial-*"):
+        shutil.rmtree(stale)  # left by a writer that was killed mid-way (or by this one)
     staging = target.with_name(f".{target.name}.partial-{os.getpid()}")
-    if staging.exists():
-        shutil.rmtree(staging)
     staging.mkdir()
     (staging / "task.toml").write_text(task_toml_text(task.config), encoding="utf-8")
     (staging / "instruction.md").write_bytes(task.instruction.encode("utf-8"))
