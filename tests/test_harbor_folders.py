@@ -8,6 +8,7 @@ from taskfactory import make_task
 from taskloom.errors import TaskFolderError
 from taskloom.models import Task, TaskConfig
 from taskloom.outputs.harbor import find_task_folders, read_task_folder, write_task_folder
+from taskloom.outputs.staging import staged_folder
 
 
 def test_read_write_read_is_identical(tmp_path):
@@ -31,6 +32,20 @@ def test_crlf_and_unicode_instruction_survive(tmp_path):
     task = read_task_folder(folder)
     assert task.instruction == "Trouvez «café» ☕\r\nligne 2\r\n"
     assert read_task_folder(write_task_folder(task, tmp_path / "w" / "unicode")) == task
+
+
+def test_a_killed_writers_staging_folder_is_removed_and_a_failed_write_changes_nothing(tmp_path):
+    task = read_task_folder(make_task(tmp_path / "src", "t"))
+    out = tmp_path / "out"
+    (out / ".t.partial-999" / "tests").mkdir(parents=True)  # a writer killed mid-way
+    (out / ".tt.partial-5").mkdir()  # another task's, kept
+    write_task_folder(task, out / "t")
+    assert sorted(p.name for p in out.iterdir()) == [".tt.partial-5", "t"]
+    with pytest.raises(RuntimeError), staged_folder(out / "t") as staging:
+        (staging / "task.toml").write_text("half")
+        raise RuntimeError("killed")
+    assert sorted(p.name for p in out.iterdir()) == [".tt.partial-5", "t"]
+    assert read_task_folder(out / "t") == task
 
 
 def test_task_is_frozen(tmp_path):

@@ -16,14 +16,13 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
-import os
-import shutil
 import stat
 import tarfile
 from pathlib import Path, PurePosixPath
 
 from taskloom.errors import TaskFolderError
 from taskloom.models import TaskFile
+from taskloom.outputs.staging import staged_folder
 
 _DIGEST_FILES = frozenset({"task.toml", "instruction.md", "README.md"})
 _DIGEST_DIRS = ("environment/", "solution/", "tests/")
@@ -84,18 +83,11 @@ def unpack(archive: bytes, *, source: str) -> tuple[str, tuple[TaskFile, ...]]:
 
 
 def write_files(files: tuple[TaskFile, ...], target: Path) -> Path:
-    """Write files as the folder `target`, atomically (a temporary sibling renamed in)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = target.with_name(f".{target.name}.partial-{os.getpid()}")
-    if staging.exists():
-        shutil.rmtree(staging)
-    staging.mkdir()
-    for entry in files:
-        path = staging / entry.path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(entry.content)
-        path.chmod(entry.mode)
-    if target.exists():
-        shutil.rmtree(target)
-    staging.rename(target)
+    """Write files as the folder `target`, atomically (see `staged_folder`)."""
+    with staged_folder(target) as staging:
+        for entry in files:
+            path = staging / entry.path
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(entry.content)
+            path.chmod(entry.mode)
     return target

@@ -21,8 +21,6 @@ card and the manifest's header.
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 from typing import Literal
 
@@ -37,6 +35,7 @@ from taskloom.outputs.dataset import check_repo_id, write_hf, write_jsonl, write
 from taskloom.outputs.harbor import read_files, read_task_folder
 from taskloom.outputs.rows import task_rows
 from taskloom.outputs.run import LeftOut, RunData, load_run, run_metrics
+from taskloom.outputs.staging import staged_folder
 
 ExportFormat = Literal["harbor", "jsonl", "parquet", "hf"]
 FORMATS: tuple[str, ...] = ("harbor", "jsonl", "parquet", "hf")
@@ -83,18 +82,8 @@ def export_run(run_dir: Path, fmt: str, out: Path, *, name: str | None = None,
     if out.exists() and any(out.iterdir()) and not force:
         raise InputError("exists and is not empty", path=out,
                          fix="choose another --out, or pass --force to replace it")
-    staging = out.with_name(f".{out.name}.partial-{os.getpid()}")
-    if staging.exists():
-        shutil.rmtree(staging)
-    staging.mkdir(parents=True)
-    try:
+    with staged_folder(out) as staging:
         written = _write(data, fmt, staging, name, license_id)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    if out.exists():
-        shutil.rmtree(out)
-    staging.rename(out)
     return ExportSummary(format=fmt, out=out, name=name, tasks=len(data.tasks),
                          left_out=data.left_out,
                          files=tuple(out / p.relative_to(staging) for p in written))

@@ -9,15 +9,13 @@
 ```
 
 `read_task_folder` raises `TaskFolderError` naming the file, the field and the fix;
-`write_task_folder` writes atomically (a temporary sibling renamed into place), so a killed
-run never leaves half a task behind.
+`write_task_folder` writes atomically (a hidden sibling renamed into place, see
+`outputs.staging`), so a killed run never leaves half a task behind.
 """
 
 from __future__ import annotations
 
-import glob
 import os
-import shutil
 import stat
 import tomllib
 from pathlib import Path
@@ -27,6 +25,7 @@ from pydantic import ValidationError
 
 from taskloom.errors import TaskFolderError
 from taskloom.models import Task, TaskConfig, TaskFile, sorted_files
+from taskloom.outputs.archive import write_files
 
 SECTIONS = ("environment", "solution", "tests")
 # Editor and interpreter droppings that are never part of a task.
@@ -180,24 +179,12 @@ def write_task_folder(task: Task, path: Path | str) -> Path:
     Returns:
         The folder written.
     """
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    for stale in target.parent.glob(f".{glob.escape(target.name)}.partial-*"):
-        shutil.rmtree(stale)  # left by a writer that was killed mid-way (or by this one)
-    staging = target.with_name(f".{target.name}.partial-{os.getpid()}")
-    staging.mkdir()
-    (staging / "task.toml").write_text(task_toml_text(task.config), encoding="utf-8")
-    (staging / "instruction.md").write_bytes(task.instruction.encode("utf-8"))
+    files = [TaskFile(path="task.toml", content=task_toml_text(task.config).encode("utf-8")),
+             TaskFile(path="instruction.md", content=task.instruction.encode("utf-8"))]
     for section in SECTIONS:
-        for entry in getattr(task, section):
-            file_path = staging / section / entry.path
-            file_path.parent.mkdir(parents=True, exist_ok=True)
-            file_path.write_bytes(entry.content)
-            file_path.chmod(entry.mode)
-    if target.exists():
-        shutil.rmtree(target)
-    staging.rename(target)
-    return target
+        files += [entry.model_copy(update={"path": f"{section}/{entry.path}"})
+                  for entry in getattr(task, section)]
+    return write_files(tuple(files), Path(path))
 
 
 def find_task_folders(paths: list[Path]) -> list[Path]:
