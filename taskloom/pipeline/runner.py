@@ -29,6 +29,7 @@ from taskloom.generators.protocols import Blueprint, Draft
 from taskloom.models import TaskReport
 from taskloom.outputs.harbor import write_task_folder
 from taskloom.pipeline import stages
+from taskloom.pipeline.allocator import keep_large_buffers_out_of_heap
 from taskloom.pipeline.corpus_filter import CorpusFilter
 from taskloom.pipeline.executors import Executor, make_executor
 from taskloom.pipeline.store import RunStore, StoreError
@@ -114,6 +115,7 @@ class Runner:
             raise StoreError("a run already exists here", path=self.out,
                              fix=f"resume it with `taskloom generate --resume --out "
                                  f"{self.out}`, or choose another --out")
+        keep_large_buffers_out_of_heap()  # else peak memory creeps with run length
         diversity = self.config.diversity
         embedder = None
         if diversity.embeds:  # before any file exists: a missing extra fails cleanly

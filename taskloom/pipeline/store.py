@@ -94,6 +94,9 @@ class StoreError(InputError):
     """A run store that cannot be opened or belongs to another run."""
 
 
+_ENCODE_SLICE = 1 << 18  # characters of a payload encoded and compressed at a time
+
+
 class PayloadFile:
     """Append-only zlib-compressed payloads; the store keeps each one's offset and length.
 
@@ -109,7 +112,11 @@ class PayloadFile:
 
     def append(self, payload: str) -> tuple[int, int]:
         """Store a payload; its (offset, length) in the file."""
-        packed = zlib.compress(payload.encode(), 6)
+        compressor = zlib.compressobj(6)
+        # Encoded a slice at a time: a multi-MB draft is not held a second time as bytes.
+        packed = b"".join(compressor.compress(payload[start:start + _ENCODE_SLICE].encode())
+                          for start in range(0, len(payload), _ENCODE_SLICE))
+        packed += compressor.flush()
         if self._append_fd is None:
             self._append_fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         at = os.fstat(self._append_fd).st_size

@@ -279,7 +279,9 @@ class BwrapRuntime:
             # files setup made (newer) from those of the image (older), as /.dockerenv does
             # in a container.
             (private / self._driver_name).write_bytes(self._driver)
-            (private / "plan.json").write_text(json.dumps(document))
+            with (private / "plan.json").open("w", encoding="utf-8") as plan_json:
+                json.dump(document, plan_json)  # streamed: no second copy of the files
+            del document  # not held in memory while the trial runs
             output, exit_code, timed_out = sandbox.run(timeout)
             oom = sandbox.cgroup.oom_killed()
         if self._closed:

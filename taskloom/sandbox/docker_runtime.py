@@ -24,10 +24,12 @@ import json
 import os
 import socket
 import tarfile
+import tempfile
 import threading
 import time
 import uuid
 from pathlib import Path
+from typing import IO
 
 from taskloom.errors import SandboxError, SandboxUnavailable
 from taskloom.sandbox import base_image
@@ -85,12 +87,37 @@ def _tar(members: dict[str, tuple[bytes, int]]) -> bytes:
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as archive:
         for name, (data, mode) in members.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            info.mode = mode
-            info.mtime = int(time.time())
-            archive.addfile(info, io.BytesIO(data))
+            _add_member(archive, name, io.BytesIO(data), len(data), mode)
     return buffer.getvalue()
+
+
+def _add_member(archive: tarfile.TarFile, name: str, data: IO[bytes], size: int,
+                mode: int) -> None:
+    info = tarfile.TarInfo(name)
+    info.size = size
+    info.mode = mode
+    info.mtime = int(time.time())
+    archive.addfile(info, data)
+
+
+def _write_driver_archive(document: dict, archive: IO[bytes]) -> None:
+    """Write the trial driver and its plan as a tar into `archive` (a file), then rewind it.
+
+    The plan carries every task file base64-encoded. Built in memory, a worker held it four
+    times at once for a task of several MB (JSON text, its bytes, the tar, the request
+    body), and two workers doing so together set the peak memory of a long batch run.
+    Spooled through files, only the plan document itself is in memory.
+    """
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as plan_json, \
+            tarfile.open(fileobj=archive, mode="w") as tar:
+        json.dump(document, plan_json)
+        plan_json.flush()
+        size = plan_json.buffer.tell()
+        plan_json.buffer.seek(0)
+        driver = DRIVER_SOURCE.read_bytes()
+        _add_member(tar, ".taskloom/driver.py", io.BytesIO(driver), len(driver), 0o600)
+        _add_member(tar, ".taskloom/plan.json", plan_json.buffer, size, 0o600)
+    archive.seek(0)
 
 
 class DockerRuntime:
@@ -215,16 +242,14 @@ class DockerRuntime:
     def _drive(self, plan: TrialPlan, phases: list[Phase], *, scan_leaks: bool) -> dict:
         """Run the driver once in a new container and parse what it reports."""
         spec = plan.environment
-        document = driver_plan(plan, phases, scan_leaks=scan_leaks, fresh_since="/.dockerenv")
-        payload = _tar({
-            ".taskloom/driver.py": (DRIVER_SOURCE.read_bytes(), 0o600),
-            ".taskloom/plan.json": (json.dumps(document).encode(), 0o600),
-        })
         deadline = (spec.build_timeout_sec + 30.0 + len(phases) *
                     (plan.solution_timeout + plan.tests_timeout + 5.0))
         container_id = self._create(spec.image, ["python3", "/.taskloom/driver.py"], plan)
         try:
-            self.client.api.put_archive(container_id, "/", payload)
+            with tempfile.TemporaryFile() as payload:
+                _write_driver_archive(driver_plan(plan, phases, scan_leaks=scan_leaks,
+                                                  fresh_since="/.dockerenv"), payload)
+                self.client.api.put_archive(container_id, "/", payload)
             self.client.api.start(container_id)
             exit_code, timed_out = self._wait(container_id, deadline)
             logs = self._logs(container_id)
