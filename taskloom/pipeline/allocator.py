@@ -6,7 +6,9 @@ but each time it frees such a block it raises that threshold to the block's size
 plans, so after the first large task all of these come from the heap; the holes they
 leave stay resident, and each rare coincidence of large tasks in flight grew the heap for
 good: peak RSS crept with run length. Fixing the threshold (which also turns the raising
-off) sends them back to mmap; `benchmarks/pipeline_memory.py` measures the effect.
+off) sends them back to mmap. `benchmarks/pipeline_memory.py --small 100 --large 2000`:
+peak RSS 146.2 vs 172.9 MiB with it (and validation plans spooled through files), 171.9
+vs 223.2 MiB before.
 """
 
 from __future__ import annotations

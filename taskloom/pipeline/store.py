@@ -80,7 +80,8 @@ CREATE TABLE IF NOT EXISTS embeddings (
 # DuckDB: it keeps strings that long in overflow blocks, and its checkpoints rewrote them
 # again and again as the store grew, so peak memory grew with the run.
 # `benchmarks/pipeline_memory.py --small 100 --large 2000`: 326 vs 1,588 MiB with drafts
-# inline, 193 vs 254 MiB with those over 64 KB compressed inline, 172 vs 223 MiB with this.
+# inline, 193 vs 254 MiB with those over 64 KB compressed inline, 172 vs 223 MiB with this
+# (146 vs 173 MiB once large buffers also stayed out of the heap: pipeline/allocator.py).
 PAYLOAD_INLINE_BYTES = 4096
 PAYLOADS_SUFFIX = ".payloads"
 RESULT_COLUMNS = ("key", "stage", "stage_version", "item", "round", "status", "reason",

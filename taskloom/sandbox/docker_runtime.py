@@ -100,7 +100,7 @@ def _add_member(archive: tarfile.TarFile, name: str, data: IO[bytes], size: int,
     archive.addfile(info, data)
 
 
-def _write_driver_archive(document: dict, archive: IO[bytes]) -> None:
+def _write_driver_archive(driver: bytes, document: dict, archive: IO[bytes]) -> None:
     """Write the trial driver and its plan as a tar into `archive` (a file), then rewind it.
 
     The plan carries every task file base64-encoded. Built in memory, a worker held it four
@@ -114,7 +114,6 @@ def _write_driver_archive(document: dict, archive: IO[bytes]) -> None:
         plan_json.flush()
         size = plan_json.buffer.tell()
         plan_json.buffer.seek(0)
-        driver = DRIVER_SOURCE.read_bytes()
         _add_member(tar, ".taskloom/driver.py", io.BytesIO(driver), len(driver), 0o600)
         _add_member(tar, ".taskloom/plan.json", plan_json.buffer, size, 0o600)
     archive.seek(0)
@@ -128,6 +127,7 @@ class DockerRuntime:
     def __init__(self, client=None, *, keep_images: bool = False) -> None:
         self.client = client or docker_client()
         self.keep_images = keep_images
+        self._driver = DRIVER_SOURCE.read_bytes()  # copied into every container
         self._live: set[str] = set()
         self._images: set[str] = set()
         self._lock = threading.Lock()
@@ -247,8 +247,8 @@ class DockerRuntime:
         container_id = self._create(spec.image, ["python3", "/.taskloom/driver.py"], plan)
         try:
             with tempfile.TemporaryFile() as payload:
-                _write_driver_archive(driver_plan(plan, phases, scan_leaks=scan_leaks,
-                                                  fresh_since="/.dockerenv"), payload)
+                _write_driver_archive(self._driver, driver_plan(
+                    plan, phases, scan_leaks=scan_leaks, fresh_since="/.dockerenv"), payload)
                 self.client.api.put_archive(container_id, "/", payload)
             self.client.api.start(container_id)
             exit_code, timed_out = self._wait(container_id, deadline)
