@@ -48,10 +48,10 @@ def main() -> None:
     parser.add_argument("--runtime", default="docker")
     args = parser.parse_args()
     from taskloom.config import ValidationConfig
+    from taskloom.embedding import load_embedder
     from taskloom.generators.backends import skill_graph
     from taskloom.pipeline.on_demand import make
     from taskloom.sandbox.runtime import open_runtime
-    from taskloom.validators.embeddings import load_embedder
     from taskloom.validators.engine import validate_task
 
     started = time.perf_counter()

@@ -27,16 +27,16 @@ from pathlib import Path
 import numpy as np
 
 from taskloom.config import DiversityConfig, load_run_config
-from taskloom.generators.procedural.assemble import GenerationFailed
-from taskloom.pipeline import stages
-from taskloom.pipeline.corpus_filter import CorpusFilter
-from taskloom.pipeline.store import RunStore
-from taskloom.validators.embeddings import (
+from taskloom.embedding import (
     DEFAULT_MODEL,
     TEXT_VERSION,
     SentenceTransformerEmbedder,
     embedding_text,
 )
+from taskloom.errors import NoDraft
+from taskloom.pipeline import stages
+from taskloom.pipeline.corpus_filter import CorpusFilter
+from taskloom.pipeline.store import RunStore
 
 
 def generate(indices: list[int]) -> list[tuple[int, str, str, str]]:
@@ -46,7 +46,7 @@ def generate(indices: list[int]) -> list[tuple[int, str, str, str]]:
     for index in indices:
         try:
             draft = stages.generate(config, stages.plan(config, index))
-        except GenerationFailed:
+        except NoDraft:
             continue
         made.append((index, draft.task.name, stages.draft_fingerprint(draft),
                      embedding_text(draft.task)))

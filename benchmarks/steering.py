@@ -8,7 +8,7 @@ plan + generate decide which skills, transitions and scenarios a task uses, and 
 keeps almost every procedural task). The steered arm plans item i from the coverage of the
 tasks generated among items < i - lag, exactly as `taskloom generate` does from the tasks
 it exported; the plain arm uses `diversity.steering=false`. Both arms run at once, one per
-core, and are measured with `taskloom.validators.coverage`.
+core, and are measured with `taskloom.metrics.corpus`.
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 
 from taskloom.config import load_run_config
+from taskloom.errors import NoDraft
 from taskloom.generators.backends import skill_graph
-from taskloom.generators.procedural.assemble import GenerationFailed
+from taskloom.metrics.corpus import TaskRecord, corpus_metrics
 from taskloom.pipeline import stages
 from taskloom.skill_graph.steering import CoverageTracker
-from taskloom.validators.coverage import TaskRecord, corpus_metrics
 
 METRICS = ("skill_coverage", "transition_coverage", "scenario_entropy", "category_entropy")
 
@@ -50,7 +50,7 @@ def arm(seed: int, tasks: int, steering: bool, lag: int, strength: float,
         blueprint = stages.plan(config, index, coverage=coverage)
         try:
             draft = stages.generate(config, blueprint)
-        except GenerationFailed:
+        except NoDraft:
             failed += 1
             continue
         made[index] = TaskRecord(task_id=draft.task.name, scenario=blueprint.scenario,

@@ -33,7 +33,7 @@ from taskloom.generators.procedural.backend import (
     ProceduralGenerator,
     ProceduralPlanner,
 )
-from taskloom.outputs.harbor import write_task_folder
+from taskloom.harbor import write_task_folder
 from taskloom.sandbox.docker_runtime import DockerRuntime, docker_client
 from taskloom.skill_graph.model import load_graph
 from taskloom.validators.engine import validate_all, validate_folder

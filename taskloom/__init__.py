@@ -29,14 +29,14 @@ def make(request: str, *, count: int = 3, difficulty: str | dict[str, int] | Non
         seed: Another seed gives other candidates.
 
     Raises:
-        taskloom.generators.request.NoMatch: The request matches no skill.
-        taskloom.pipeline.on_demand.NoVerifiedTask: No candidate passed validation.
+        taskloom.errors.NoMatch: The request matches no skill.
+        taskloom.errors.NoVerifiedTask: No candidate passed validation.
     """
+    from taskloom.embedding import load_embedder
     from taskloom.generators.backends import skill_graph
     from taskloom.generators.request import difficulty_from_option
     from taskloom.pipeline.on_demand import make as make_task
     from taskloom.sandbox.runtime import open_runtime
-    from taskloom.validators.embeddings import load_embedder
 
     levels = difficulty_from_option(difficulty) if isinstance(difficulty, str) or \
         difficulty is None else dict(difficulty)

@@ -93,7 +93,7 @@ def validate(
     structure, build, trivial, oracle-fails, flaky, timeout, weak-tests, leak, verifier.
     """
     from taskloom.config import ValidationConfig
-    from taskloom.outputs.harbor import find_task_folders
+    from taskloom.harbor import find_task_folders
     from taskloom.sandbox.runtime import open_runtime
     from taskloom.validators.engine import validate_all, validate_folder
 
@@ -387,7 +387,7 @@ def runs_show(run: Annotated[Path, typer.Argument(help="A run directory.")]) -> 
 
 
 def _print_metrics(run: Path, metrics=None) -> None:
-    """The corpus diversity metrics of a run's dataset (taskloom.validators.coverage)."""
+    """The corpus diversity metrics of a run's dataset (taskloom.metrics.corpus)."""
     from taskloom.outputs.run import load_run, run_metrics
 
     try:
@@ -518,11 +518,11 @@ def make(
     numbers) and where the task is. A request that matches no skill gets the nearest
     skills instead of a random task.
     """
+    from taskloom.embedding import load_embedder
     from taskloom.generators.backends import skill_graph
     from taskloom.generators.request import difficulty_from_option
     from taskloom.pipeline.on_demand import make as make_task
     from taskloom.sandbox.runtime import open_runtime
-    from taskloom.validators.embeddings import load_embedder
 
     try:
         levels = difficulty_from_option(difficulty)
@@ -585,7 +585,7 @@ def check(
     Prints the reward and the checks that fail, so a person or an agent can attempt the
     task and see how far they got. Exit 0 when the reward is 1.
     """
-    from taskloom.outputs.harbor import read_task_folder
+    from taskloom.harbor import read_task_folder
     from taskloom.sandbox import live
 
     try:

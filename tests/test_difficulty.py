@@ -8,7 +8,7 @@ import statistics
 
 import pytest
 
-from taskloom.generators.procedural.assemble import GenerationFailed
+from taskloom.errors import NoDraft
 from taskloom.generators.procedural.backend import (
     PlanSettings,
     ProceduralGenerator,
@@ -32,7 +32,7 @@ def drafts(dimension: str, level: int):
     for index in ITEMS:
         try:
             made.append(generator.generate(planner.plan(index)))
-        except GenerationFailed:
+        except NoDraft:
             continue
     assert len(made) >= len(ITEMS) - 2
     return made
@@ -102,7 +102,7 @@ def test_large_data_stays_within_a_task_budget():
     for index in range(40):
         try:
             sizes.append(env_bytes(generator.generate(planner.plan(index))))
-        except GenerationFailed:
+        except NoDraft:
             continue
     assert max(sizes) > TREE_BYTES  # large trees are made (the budget is reached) ...
     assert max(sizes) < 3 * (TREE_BYTES + 200 * 4096)  # ... and a task holds few of them

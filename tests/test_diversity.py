@@ -10,21 +10,20 @@ import numpy as np
 import pytest
 
 from taskloom.config import DiversityConfig, load_run_config
-from taskloom.errors import ConfigError, TaskFolderError
-from taskloom.generators.procedural.assemble import GenerationFailed
-from taskloom.models import Check, ReasonCode
-from taskloom.outputs.harbor import write_task_folder
-from taskloom.pipeline import stages
-from taskloom.pipeline.corpus_filter import CorpusFilter
-from taskloom.pipeline.store import RunStore
-from taskloom.skill_graph.steering import CoverageSnapshot, CoverageTracker
-from taskloom.validators.embeddings import (
+from taskloom.embedding import (
     DEFAULT_MODEL,
     TEXT_VERSION,
     SentenceTransformerEmbedder,
     embedding_text,
     load_embedder,
 )
+from taskloom.errors import ConfigError, NoDraft, TaskFolderError
+from taskloom.harbor import write_task_folder
+from taskloom.models import Check, ReasonCode
+from taskloom.pipeline import stages
+from taskloom.pipeline.corpus_filter import CorpusFilter
+from taskloom.pipeline.store import RunStore
+from taskloom.skill_graph.steering import CoverageSnapshot, CoverageTracker
 from taskloom.validators.near_duplicates import NearDuplicateIndex, greedy_near_duplicates
 
 
@@ -41,7 +40,7 @@ def drafts():
     for index in range(40):
         try:
             made.append(stages.generate(config, stages.plan(config, index)))
-        except GenerationFailed:
+        except NoDraft:
             continue
     assert len(made) >= 30
     return made

@@ -16,12 +16,12 @@ import numpy as np
 import pytest
 
 from taskloom.config import load_run_config
-from taskloom.outputs.harbor import read_task_folder
+from taskloom.embedding import embedding_text, load_embedder
+from taskloom.harbor import read_task_folder
 from taskloom.pipeline import stages
 from taskloom.pipeline.runner import Runner
 from taskloom.pipeline.store import RunStore
 from taskloom.skill_graph.steering import CoverageTracker
-from taskloom.validators.embeddings import embedding_text, load_embedder
 
 pytestmark = pytest.mark.docker
 TASKLOOM = [sys.executable, "-m", "taskloom.cli"]

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from taskloom.errors import Unemulable
 from taskloom.models import Check, ReasonCode, TaskFile
-from taskloom.sandbox.dockerfile import Unemulable, emulate, parse
+from taskloom.sandbox.dockerfile import emulate, parse
 from taskloom.sandbox.driver import Capture, parse_reward
 from taskloom.sandbox.trial import CommandResult, PhaseResult, SetupResult, TrialResult
 from taskloom.validators.solvability import phase_verdicts, solution_steps, without_step

@@ -6,9 +6,8 @@ import pytest
 from taskfactory import make_task
 
 from taskloom.errors import TaskFolderError
+from taskloom.harbor import find_task_folders, read_task_folder, staged_folder, write_task_folder
 from taskloom.models import Task, TaskConfig
-from taskloom.outputs.harbor import find_task_folders, read_task_folder, write_task_folder
-from taskloom.outputs.staging import staged_folder
 
 
 def test_read_write_read_is_identical(tmp_path):

@@ -15,20 +15,20 @@ import pytest
 from llmservers import Reply, ScriptedServer, free_port
 
 from taskloom.config import LLMConfig, load_run_config, with_llm_environment
-from taskloom.errors import ConfigError, InfrastructureError, ModelUnavailable
-from taskloom.generators.llm.answers import DraftAnswer, JudgeAnswer, PlanAnswer
-from taskloom.generators.llm.client import (
+from taskloom.errors import (
+    ConfigError,
+    InfrastructureError,
     InvalidAnswer,
-    OpenAIChat,
+    ModelUnavailable,
+    NoDraft,
     RequestRejected,
-    Session,
-    ask,
-    grammar_schema,
 )
+from taskloom.generators.llm.answers import DraftAnswer, JudgeAnswer, PlanAnswer
+from taskloom.generators.llm.client import OpenAIChat, Session, ask, grammar_schema
 from taskloom.generators.llm.exchange import ChatRequest, Exchange, Recorded
 from taskloom.generators.llm.prompts import prompt
 from taskloom.generators.llm.render import answer_of_task, render_task
-from taskloom.generators.procedural.assemble import GENERATOR_VERSION, GenerationFailed
+from taskloom.generators.procedural.assemble import GENERATOR_VERSION
 from taskloom.models import Check, ReasonCode, Verdict
 from taskloom.pipeline import stages
 from taskloom.pipeline.runner import Runner
@@ -217,7 +217,7 @@ def test_cache_key_covers_prompt_fingerprint_and_model_settings():
 
 def test_recorded_failures_travel_as_data():
     rejected = Recorded(failure="rejected", reason="generator: bad JSON")
-    with pytest.raises(GenerationFailed, match="bad JSON"):
+    with pytest.raises(NoDraft, match="bad JSON"):
         rejected.unwrap()
     error = Recorded(failure="error", reason="server gone", fix="start it")
     with pytest.raises(InfrastructureError) as raised:
@@ -372,7 +372,7 @@ def test_hybrid_rewrite_keeps_requirements_or_retries_with_feedback():
     probe = Scripted('{"instruction": ["Please tidy the files."]}')
     planner, generator, _ = hybrid(probe)
     blueprint = planner.plan(0)
-    with pytest.raises(GenerationFailed, match="left out"):
+    with pytest.raises(NoDraft, match="left out"):
         generator.generate(blueprint)
     assert len(probe.requests) == 2  # one retry, told what was left out
     assert "left out" in probe.requests[1].messages[1].content

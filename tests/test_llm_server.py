@@ -16,8 +16,9 @@ import pytest
 from llmservers import MODEL_ALIAS, LlamaServer, free_port
 
 from taskloom.config import LLMConfig, load_run_config
+from taskloom.errors import InvalidAnswer
 from taskloom.generators.llm.answers import PlanAnswer
-from taskloom.generators.llm.client import InvalidAnswer, OpenAIChat, ask
+from taskloom.generators.llm.client import OpenAIChat, ask
 from taskloom.generators.llm.prompts import prompt
 from taskloom.pipeline.runner import Runner
 from taskloom.pipeline.store import RunStore

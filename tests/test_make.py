@@ -9,10 +9,10 @@ import sys
 import pytest
 
 import taskloom
-from taskloom.errors import InputError
+from taskloom.embedding import load_embedder
+from taskloom.errors import InputError, NoMatch
 from taskloom.generators.backends import skill_graph
-from taskloom.generators.request import NoMatch, difficulty_from_option, understand
-from taskloom.validators.embeddings import load_embedder
+from taskloom.generators.request import difficulty_from_option, understand
 
 TASKLOOM = [sys.executable, "-m", "taskloom.cli"]
 
@@ -84,7 +84,7 @@ def test_cli_make_prints_what_it_understood(tmp_path):
 
 @pytest.mark.docker
 def test_check_a_live_environment_before_and_after_an_attempt(tmp_path):
-    from taskloom.outputs.harbor import read_task_folder
+    from taskloom.harbor import read_task_folder
     from taskloom.sandbox import live
 
     task = taskloom.make("find the 3 busiest client IPs in the access log", out=tmp_path)

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from taskloom.config import ValidationConfig
-from taskloom.generators.procedural.assemble import GenerationFailed
+from taskloom.errors import NoDraft
 from taskloom.generators.procedural.backend import ProceduralGenerator, blueprint_for
 from taskloom.generators.procedural.primitives import PRIMITIVES
 from taskloom.generators.protocols import DIMENSIONS, Difficulty
-from taskloom.outputs.harbor import write_task_folder
+from taskloom.harbor import write_task_folder
 from taskloom.skill_graph.model import load_graph
 from taskloom.validators.engine import validate_all, validate_task
 
@@ -92,7 +92,7 @@ def test_chained_paths_validate(docker_runtime):
             try:
                 draft = generator.generate(blueprint_for(GRAPH, (first, second), seed=index,
                                                          difficulty=difficulty))
-            except GenerationFailed:
+            except NoDraft:
                 continue
             jobs.append(lambda d=draft: validate_task(d.task, docker_runtime, config,
                                                       expected_values=d.expected_values))

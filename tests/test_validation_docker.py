@@ -219,7 +219,7 @@ def test_state_changes_are_undone_between_runs(tmp_path, runtime_name, request, 
     in a system directory or the package database is not, so each later run gets a new
     sandbox."""
     from taskloom.config import ValidationConfig
-    from taskloom.outputs.harbor import read_task_folder
+    from taskloom.harbor import read_task_folder
     from taskloom.validators.engine import validate_task
     from taskloom.validators.solvability import plan_trial
 

@@ -14,11 +14,11 @@ import re
 import numpy as np
 from pydantic import Field
 
-from taskloom.errors import InputError
+from taskloom.embedding import Embedder
+from taskloom.errors import InputError, NoMatch
 from taskloom.generators.protocols import DIMENSIONS
 from taskloom.models import Frozen
 from taskloom.skill_graph.model import SkillGraph
-from taskloom.validators.embeddings import Embedder
 
 MIN_SKILL_SCORE = 0.30  # cosine similarity below which a request matches no skill
 SKILL_MARGIN = 0.06  # skills within this of the best count as matched too
@@ -71,9 +71,6 @@ class Request(Frozen):
     numbers: tuple[int, ...] = Field(default=(), description="Numbers the user named.")
     tools: tuple[str, ...] = Field(default=(), description="Tools the user named.")
 
-
-class NoMatch(InputError):
-    """The request matches no skill well enough to build a task for it."""
 
 
 def understand(text: str, graph: SkillGraph, embedder: Embedder,

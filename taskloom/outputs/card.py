@@ -16,9 +16,9 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from taskloom.generators.protocols import DIMENSIONS
+from taskloom.metrics.corpus import CorpusMetrics
 from taskloom.outputs.rows import ROW_SCHEMA_VERSION, TaskRow
 from taskloom.outputs.run import RunData
-from taskloom.validators.coverage import CorpusMetrics
 
 _VALIDATION = ("Every task passed taskloom's validation protocol: the environment builds; "
                "the tests give reward 0 on the untouched environment (nop agent) and reward "

@@ -26,8 +26,8 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from taskloom.errors import InfrastructureError, InputError, TaskFolderError
+from taskloom.harbor import harbor_digest, unpack, write_files
 from taskloom.models import Frozen
-from taskloom.outputs.archive import harbor_digest, unpack, write_files
 from taskloom.outputs.rows import HF_HINT, TaskRow, arrow_schema, require_pyarrow
 
 JSONL_NAME = "tasks.jsonl"

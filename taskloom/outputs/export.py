@@ -28,14 +28,12 @@ import tomli_w
 from pydantic import Field
 
 from taskloom.errors import InputError
+from taskloom.harbor import harbor_digest, read_files, read_task_folder, staged_folder, write_files
 from taskloom.models import Frozen
-from taskloom.outputs.archive import harbor_digest, write_files
 from taskloom.outputs.card import dataset_card
 from taskloom.outputs.dataset import check_repo_id, write_hf, write_jsonl, write_parquet
-from taskloom.outputs.harbor import read_files, read_task_folder
 from taskloom.outputs.rows import task_rows
 from taskloom.outputs.run import LeftOut, RunData, load_run, run_metrics
-from taskloom.outputs.staging import staged_folder
 
 ExportFormat = Literal["harbor", "jsonl", "parquet", "hf"]
 FORMATS: tuple[str, ...] = ("harbor", "jsonl", "parquet", "hf")

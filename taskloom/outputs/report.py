@@ -8,7 +8,7 @@ Sections, each with the plot a person would rather look at than read:
 - scenario (`#scenarios`) and difficulty (`#difficulty`) distributions;
 - rejections (`#rejections`): failed checks by reason code, what was left out of the
   dataset, and one example log per reason;
-- corpus diversity: the metrics of `taskloom.validators.coverage`, commands per solution
+- corpus diversity: the metrics of `taskloom.metrics`, commands per solution
   (`#complexity`) and the programs solutions run (`#tools`).
 """
 
@@ -19,10 +19,11 @@ from html import escape
 from pathlib import Path
 
 from taskloom.generators.protocols import DIMENSIONS
+from taskloom.metrics.corpus import CorpusMetrics
+from taskloom.metrics.shell import action_complexity
 from taskloom.outputs.charts import bar_chart, funnel_chart, histogram, level_chart
 from taskloom.outputs.run import RunData, load_graph_of, load_run, run_metrics, task_records
 from taskloom.skill_graph.render import graph_svg
-from taskloom.validators.coverage import CorpusMetrics, action_complexity
 
 CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0;

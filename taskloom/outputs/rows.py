@@ -20,11 +20,10 @@ from pydantic import BaseModel, Field
 
 from taskloom.errors import InputError
 from taskloom.generators.protocols import Difficulty
+from taskloom.harbor import harbor_digest, pack, read_files
+from taskloom.metrics.shell import action_complexity
 from taskloom.models import Frozen, Task, TaskFile
-from taskloom.outputs.archive import harbor_digest, pack
-from taskloom.outputs.harbor import read_files
 from taskloom.outputs.run import RunData, RunTask
-from taskloom.validators.coverage import action_complexity
 
 ROW_SCHEMA_VERSION = "1"
 
@@ -94,7 +93,7 @@ class TaskRow(Frozen):
 
 def task_rows(data: RunData) -> Iterator[TaskRow]:
     """The rows of a run's exported tasks, in item order (folders read byte for byte)."""
-    from taskloom.outputs.harbor import read_task_folder
+    from taskloom.harbor import read_task_folder
     from taskloom.pipeline.runner import STORE_NAME
     from taskloom.pipeline.store import RunStore
 

@@ -4,7 +4,7 @@ A run directory is the run store (`run.duckdb`, `run.payloads`) plus `tasks/` (s
 `taskloom.pipeline.runner`). `load_run` reads what every output needs in one pass over the
 store: the run row, the exported tasks in item order, why every other item was left out,
 the funnel, and failed checks with an example log per reason. `run_metrics` adds the corpus
-diversity metrics of `taskloom.validators.coverage` computed from the store and the task
+diversity metrics of `taskloom.metrics.corpus` computed from the store and the task
 folders.
 """
 
@@ -19,8 +19,8 @@ from typing import Any
 from pydantic import Field
 
 from taskloom.errors import InputError
+from taskloom.metrics.corpus import CorpusMetrics, TaskRecord, corpus_metrics
 from taskloom.models import Frozen
-from taskloom.validators.coverage import CorpusMetrics, TaskRecord, corpus_metrics
 
 OVER_TARGET = "over target: accepted after the run had its --count tasks"
 

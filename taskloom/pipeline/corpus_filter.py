@@ -13,7 +13,7 @@ each accepted one. A task is kept unless it
 Because items arrive in index order, the earliest of a group of near-identical tasks is
 the one kept, in every run and on every resume. A dropped task gets a failed `duplicate`
 verdict naming the task it duplicates. Embeddings (skill path + instruction, see
-`taskloom.validators.embeddings`) are computed once per task fingerprint and model, in
+`taskloom.embedding`) are computed once per task fingerprint and model, in
 the driver, one text at a time (so the numbers never depend on what else was ready), and
 stored in the run store's `embeddings` table; reference embeddings likewise, once per run.
 """
@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from taskloom.config import DiversityConfig
+from taskloom.embedding import TEXT_VERSION, Embedder, embedding_text
 from taskloom.generators.protocols import Draft
 from taskloom.models import Check, ReasonCode, Task, Verdict
 from taskloom.pipeline.stages import draft_fingerprint
 from taskloom.pipeline.store import RunStore
-from taskloom.validators.embeddings import TEXT_VERSION, Embedder, embedding_text
 from taskloom.validators.near_duplicates import Match, NearDuplicateIndex
 
 if TYPE_CHECKING:
@@ -122,7 +122,7 @@ class CorpusFilter:
             TaskFolderError: A reference path is missing or holds an unreadable task.
         """
         from taskloom.generators.procedural.assemble import task_fingerprint
-        from taskloom.outputs.harbor import find_task_folders, read_task_folder
+        from taskloom.harbor import find_task_folders, read_task_folder
 
         folders = find_task_folders([Path(p) for p in self.config.reference])
         tasks = [(folder, read_task_folder(folder)) for folder in folders]

@@ -15,8 +15,8 @@ from pathlib import Path
 from pydantic import Field
 
 from taskloom.config import ValidationConfig
-from taskloom.errors import TaskloomError
-from taskloom.generators.procedural.assemble import GenerationFailed
+from taskloom.embedding import Embedder
+from taskloom.errors import NoDraft, NoVerifiedTask
 from taskloom.generators.procedural.backend import (
     PlanSettings,
     ProceduralGenerator,
@@ -24,11 +24,10 @@ from taskloom.generators.procedural.backend import (
 )
 from taskloom.generators.protocols import DIMENSIONS, Blueprint, Difficulty, Draft
 from taskloom.generators.request import Request, understand
+from taskloom.harbor import write_task_folder
 from taskloom.models import Frozen, Task, TaskReport
-from taskloom.outputs.harbor import write_task_folder
 from taskloom.seeding import derive_seed, rng_for
 from taskloom.skill_graph.model import SkillGraph
-from taskloom.validators.embeddings import Embedder
 
 
 class MakeResult(Frozen):
@@ -44,9 +43,6 @@ class MakeResult(Frozen):
                                      description="Named paths/files/numbers the task uses.")
     seconds: float = Field(description="Wall-clock seconds, request to verified task.")
 
-
-class NoVerifiedTask(TaskloomError):
-    """No candidate for the request passed validation."""
 
 
 def candidate_blueprints(request: Request, graph: SkillGraph, planner: ProceduralPlanner, *,
@@ -97,7 +93,7 @@ def make(text: str, *, graph: SkillGraph, embedder: Embedder, runtime, count: in
                                               first=round_start, difficulty=levels):
             try:
                 drafts.append(generator.generate(blueprint))
-            except GenerationFailed as exc:
+            except NoDraft as exc:
                 reasons.append(f"candidate {blueprint.index}: {exc}")
         made += len(drafts)
         jobs = [lambda d=d: validate_task(d.task, runtime, config,

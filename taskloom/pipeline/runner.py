@@ -23,18 +23,18 @@ from pathlib import Path
 from typing import Protocol
 
 from taskloom.config import RunConfig, with_llm_environment
-from taskloom.errors import InfrastructureError
+from taskloom.errors import InfrastructureError, StoreError
 from taskloom.generators.llm.exchange import Recorded
 from taskloom.generators.protocols import Blueprint, Draft
+from taskloom.harbor import write_task_folder
+from taskloom.metrics.corpus import CorpusMetrics
 from taskloom.models import TaskReport
-from taskloom.outputs.harbor import write_task_folder
 from taskloom.pipeline import stages
 from taskloom.pipeline.allocator import keep_large_buffers_out_of_heap
 from taskloom.pipeline.corpus_filter import CorpusFilter
 from taskloom.pipeline.executors import Executor, make_executor
-from taskloom.pipeline.store import RunStore, StoreError
+from taskloom.pipeline.store import RunStore
 from taskloom.skill_graph.steering import CoverageSnapshot, CoverageTracker
-from taskloom.validators.coverage import CorpusMetrics
 
 STORE_NAME = "run.duckdb"
 TASKS_DIR = "tasks"
@@ -92,7 +92,7 @@ class RunSummary:
     funnel: list[dict]
     seconds: float
     status: str
-    metrics: CorpusMetrics | None = None  # diversity of the dataset (validators.coverage)
+    metrics: CorpusMetrics | None = None  # diversity of the dataset (metrics.corpus)
 
 
 class Runner:
@@ -119,7 +119,7 @@ class Runner:
         diversity = self.config.diversity
         embedder = None
         if diversity.embeds:  # before any file exists: a missing extra fails cleanly
-            from taskloom.validators.embeddings import load_embedder
+            from taskloom.embedding import load_embedder
 
             embedder = load_embedder(diversity.model, download=diversity.download)
         (self.out / TASKS_DIR).mkdir(parents=True, exist_ok=True)
@@ -231,7 +231,7 @@ class Runner:
         self.futures[future] = (item.index, stage, key, time.monotonic())
 
     def _collect(self, future: Future) -> None:
-        from taskloom.generators.procedural.assemble import GenerationFailed
+        from taskloom.errors import NoDraft
 
         index, stage, key, started = self.futures.pop(future)
         item = self.items[index]
@@ -242,7 +242,7 @@ class Runner:
             if isinstance(value, Recorded):  # an LLM stage: its exchanges go to llm_cache
                 exchanges, usage = value.exchanges, value.usage
                 value = value.unwrap()
-        except GenerationFailed as exc:
+        except NoDraft as exc:
             status, reason, payload = "rejected", f"{stage}: {exc}", None
         except (InfrastructureError, OSError) as exc:
             self.infra_errors[stage] += 1

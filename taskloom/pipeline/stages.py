@@ -8,7 +8,7 @@ after it, while unchanged work is reused from the store.
 
 ```
 plan(config, item, coverage=) -> Blueprint           (coverage: the steering snapshot)
-generate(config, blueprint)   -> Draft               (GenerationFailed = rejected item)
+generate(config, blueprint)   -> Draft               (NoDraft = rejected item)
 validate(config, draft)       -> TaskReport
 refine(config, draft, report) -> Draft               (then validate again, <= R rounds)
 ```
@@ -137,7 +137,7 @@ def plan(config: RunConfig, item: int, replay: dict | None = None, *,
 
 
 def generate(config: RunConfig, blueprint: Blueprint, replay: dict | None = None):
-    """A draft for a blueprint (raises GenerationFailed when none can be made)."""
+    """A draft for a blueprint (raises NoDraft when none can be made)."""
     if uses_llm(config, "generate"):
         return _recorded(config, replay,
                          lambda chat: backend_for(config, chat)[1].generate(blueprint))
@@ -156,16 +156,15 @@ def refine(config: RunConfig, draft: Draft, report: TaskReport, replay: dict | N
 
 def _recorded(config: RunConfig, replay: dict | None, work):
     """Run `work(session)` and return its outcome with every exchange it made."""
-    from taskloom.errors import InfrastructureError
+    from taskloom.errors import InfrastructureError, NoDraft
     from taskloom.generators.llm.client import Session, transport_for
     from taskloom.generators.llm.exchange import Recorded
-    from taskloom.generators.procedural.assemble import GenerationFailed
 
     session = None
     try:
         session = Session(transport_for(config.llm), config.llm.output_settings(), replay)
         value = work(session)
-    except GenerationFailed as exc:
+    except NoDraft as exc:
         failure, reason, fix = "rejected", str(exc), None
     except (InfrastructureError, OSError) as exc:
         failure, reason, fix = "error", str(exc), getattr(exc, "fix", None)

@@ -37,7 +37,7 @@ import zlib
 from contextlib import contextmanager
 from pathlib import Path
 
-from taskloom.errors import InputError
+from taskloom.errors import StoreError
 
 SCHEMA_VERSION = 2
 SCHEMA = """
@@ -90,9 +90,6 @@ RESULT_COLUMNS = ("key", "stage", "stage_version", "item", "round", "status", "r
 ITEM_COLUMNS = ("stage", "status", "reason", "task_id", "fingerprint", "scenario", "skills",
                 "difficulty", "rounds")
 
-
-class StoreError(InputError):
-    """A run store that cannot be opened or belongs to another run."""
 
 
 _ENCODE_SLICE = 1 << 18  # characters of a payload encoded and compressed at a time

@@ -40,7 +40,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from taskloom.errors import SandboxError, SandboxUnavailable
+from taskloom.errors import SandboxError, SandboxUnavailable, Unemulable
 from taskloom.sandbox import base_image, cgroups, dockerfile, mounts, rootfs, seccomp
 from taskloom.sandbox.docker_runtime import DRIVER_SOURCE, KEPT_CAPABILITIES, PIDS_LIMIT
 from taskloom.sandbox.driver import RESULT_MARKER
@@ -485,7 +485,7 @@ def _runnable_environment(spec: EnvironmentSpec) -> tuple[EnvironmentSpec | str,
                 "runtime cannot pull or run images"), False
     try:
         emulation = dockerfile.emulate(source.content.decode("utf-8", "replace"), spec.context)
-    except dockerfile.Unemulable as exc:
+    except Unemulable as exc:
         return f"the Dockerfile needs a real docker build ({exc})", False
     if emulation.image != base_image.BASE_IMAGE:
         return (f"FROM {emulation.image}: the bwrap runtime has only the root filesystem of "

@@ -15,6 +15,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
+from taskloom.errors import Unemulable
 from taskloom.models import TaskFile
 from taskloom.sandbox.trial import CopySource, SetupStep
 
@@ -23,9 +24,6 @@ _IGNORED = frozenset({"CMD", "ENTRYPOINT", "EXPOSE", "LABEL", "MAINTAINER", "STO
                       "HEALTHCHECK", "VOLUME"})
 _ARCHIVE = re.compile(r"\.(tar|tgz|tar\.(gz|bz2|xz)|tbz2?|txz)$")
 
-
-class Unemulable(Exception):
-    """The Dockerfile needs a real build; the message says which instruction and why."""
 
 
 @dataclass(frozen=True)

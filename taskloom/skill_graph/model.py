@@ -22,7 +22,7 @@ from pathlib import Path
 import networkx as nx
 from pydantic import Field, ValidationError
 
-from taskloom.errors import ConfigError
+from taskloom.errors import GraphError
 from taskloom.models import Frozen
 
 DEFAULT_GRAPH = Path(__file__).with_name("data") / "default.toml"
@@ -66,9 +66,6 @@ class GraphData(Frozen):
     skills: tuple[Skill, ...] = Field(description="Skills.")
     scenarios: tuple[Scenario, ...] = Field(description="Scenarios.")
 
-
-class GraphError(ConfigError):
-    """A skill graph file is malformed or inconsistent."""
 
 
 class SkillGraph:

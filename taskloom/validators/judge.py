@@ -41,8 +41,9 @@ class LLMJudge:
 
     def judge(self, task: Task) -> Verdict:
         """A `judge` verdict; a server that is down raises `ModelUnavailable`."""
+        from taskloom.errors import InvalidAnswer, RequestRejected
         from taskloom.generators.llm.answers import JudgeAnswer
-        from taskloom.generators.llm.client import InvalidAnswer, RequestRejected, ask
+        from taskloom.generators.llm.client import ask
         from taskloom.generators.llm.prompts import prompt
 
         started = time.monotonic()

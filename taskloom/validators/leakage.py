@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-import re
 
+from taskloom.leaks import instruction_leaks
 from taskloom.models import Check, ReasonCode, Task, Verdict
 from taskloom.sandbox.trial import Fingerprint, Leak
 
@@ -33,19 +33,6 @@ def context_leaks(task: Task) -> list[Leak]:
         if origin:
             leaks.append(Leak(path=f"environment/{entry.path}", origin=origin))
     return leaks
-
-
-def states_value(text: str, value: str) -> bool:
-    """True when `value` appears in `text` as a whole token (not inside a longer word)."""
-    if not value.strip() or value not in text:  # the substring test spares a regex
-        return False
-    return re.search(rf"(?<![\w-]){re.escape(value)}(?![\w-])", text) is not None
-
-
-def instruction_leaks(task: Task, expected_values: tuple[str, ...]) -> list[Leak]:
-    """Expected answers that the instruction states verbatim."""
-    return [Leak(path="instruction.md", origin=f"the expected value {value!r}")
-            for value in expected_values if states_value(task.instruction, value)]
 
 
 def leakage_verdict(task: Task, image_leaks: tuple[Leak, ...], *, seconds: float = 0.0,

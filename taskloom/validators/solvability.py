@@ -14,8 +14,8 @@ import re
 
 from taskloom.config import ValidationConfig
 from taskloom.models import Check, ReasonCode, Task, TaskFile, Verdict
-from taskloom.sandbox.environment import environment_spec
 from taskloom.sandbox.trial import Phase, PhaseResult, SetupResult, TrialPlan, TrialResult
+from taskloom.validators.environment import environment_spec
 from taskloom.validators.leakage import fingerprints
 
 STEP_MARKER = re.compile(r"^\s*#\s*taskloom:step\b", re.MULTILINE)

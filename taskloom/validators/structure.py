@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from taskloom.errors import TaskFolderError
+from taskloom.harbor import read_task_folder
 from taskloom.models import Check, ReasonCode, Task, Verdict
-from taskloom.outputs.harbor import read_task_folder
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
 MAX_TASK_BYTES = 256 * 1024 * 1024

@@ -2,7 +2,7 @@
 
 They implement the same Planner / Generator / Refiner protocols as the procedural
 backend and talk to a `ChatModel` (in a run: a `Session` that replays and records).
-A bad answer (empty, not JSON, wrong shape, unsafe paths) raises `GenerationFailed`, which
+A bad answer (empty, not JSON, wrong shape, unsafe paths) raises `NoDraft`, which
 the runner stores as a rejected item; a server that is down raises `ModelUnavailable`.
 
 - `LLMPlanner`: the procedural planner's path and difficulty, plus concrete scenario
@@ -18,13 +18,14 @@ from __future__ import annotations
 import json
 import re
 
+from taskloom.errors import InvalidAnswer, NoDraft, RequestRejected
 from taskloom.generators.llm.answers import (
     DraftAnswer,
     PlanAnswer,
     RefineAnswer,
     RewriteAnswer,
 )
-from taskloom.generators.llm.client import ChatModel, InvalidAnswer, RequestRejected, ask
+from taskloom.generators.llm.client import ChatModel, ask
 from taskloom.generators.llm.prompts import prompt
 from taskloom.generators.llm.render import (
     answer_of_task,
@@ -32,14 +33,13 @@ from taskloom.generators.llm.render import (
     render_task,
     with_fingerprint,
 )
-from taskloom.generators.procedural.assemble import GenerationFailed
 from taskloom.generators.procedural.domains import domain as get_domain
 from taskloom.generators.protocols import Blueprint, Draft, Generator, Planner, Refiner
+from taskloom.leaks import instruction_leaks
 from taskloom.models import Verdict
 from taskloom.seeding import derive_seed, rng_for
 from taskloom.skill_graph.model import SkillGraph
 from taskloom.skill_graph.steering import CoverageSnapshot
-from taskloom.validators.leakage import instruction_leaks
 
 LLM_GENERATOR = "llm/1"
 HYBRID_GENERATOR = "hybrid/1"
@@ -69,8 +69,8 @@ def _seed(*keys: object) -> int:
     return derive_seed(0, "llm", *keys) % 2**31
 
 
-def _failed(where: str, exc: Exception) -> GenerationFailed:
-    return GenerationFailed(f"{where}: {exc}")
+def _failed(where: str, exc: Exception) -> NoDraft:
+    return NoDraft(f"{where}: {exc}")
 
 
 def _context(blueprint: Blueprint, graph: SkillGraph) -> dict[str, object]:
@@ -98,7 +98,7 @@ class LLMPlanner:
         """The blueprint of item `index` (steered by `coverage`), with `details` filled.
 
         Raises:
-            GenerationFailed: The model's answer is unusable.
+            NoDraft: The model's answer is unusable.
         """
         blueprint = self.base.plan(index, coverage)
         request = prompt("planner").request(PlanAnswer, seed=_seed("plan", blueprint.seed),
@@ -123,7 +123,7 @@ class LLMGenerator:
         """A draft for `blueprint`.
 
         Raises:
-            GenerationFailed: The model's answer is unusable (the message says why).
+            NoDraft: The model's answer is unusable (the message says why).
         """
         request = prompt("generator").request(
             DraftAnswer, seed=_seed("generate", blueprint.seed),
@@ -151,7 +151,7 @@ class LLMRefiner:
         """A repaired draft (attempt + 1).
 
         Raises:
-            GenerationFailed: The model's answer is unusable.
+            NoDraft: The model's answer is unusable.
         """
         current = answer_of_task(draft.task, draft.expected_values)
         request = prompt("refiner").request(
@@ -182,7 +182,7 @@ class HybridGenerator:
         """The procedural draft of `blueprint` with a rewritten instruction.
 
         Raises:
-            GenerationFailed: No procedural task, or no rewrite kept every requirement.
+            NoDraft: No procedural task, or no rewrite kept every requirement.
         """
         return self.rewrite(self.procedural.generate(blueprint))
 
@@ -192,7 +192,7 @@ class HybridGenerator:
         `feedback` says what a previous rewrite or validation found wrong.
 
         Raises:
-            GenerationFailed: The answers were unusable or dropped a requirement.
+            NoDraft: The answers were unusable or dropped a requirement.
         """
         original = draft.task.instruction
         required = list(dict.fromkeys(re.findall(r"`([^`\n]+)`", original)))
@@ -218,7 +218,7 @@ class HybridGenerator:
             problem = f"rewrite left out `{missing[0]}` ({len(missing)} requirement(s))"
             feedback = ("Your previous rewrite left out " +
                         ", ".join(f"`{m}`" for m in missing[:5]) + "; keep them verbatim.")
-        raise GenerationFailed(problem)
+        raise NoDraft(problem)
 
     def _draft(self, draft: Draft, instruction: str, persona: str) -> Draft:
         metadata = {**draft.task.config.metadata, "generator": HYBRID_GENERATOR,
@@ -242,7 +242,7 @@ class HybridRefiner:
         """A new hybrid draft.
 
         Raises:
-            GenerationFailed: No usable procedural task or rewrite.
+            NoDraft: No usable procedural task or rewrite.
         """
         failed = [v for v in verdicts if not v.passed]
         original = self.generator.procedural.generate(draft.blueprint,

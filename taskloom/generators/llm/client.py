@@ -34,7 +34,7 @@ from typing import Any, Protocol, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from taskloom.config import LLMConfig
-from taskloom.errors import ModelUnavailable
+from taskloom.errors import InvalidAnswer, ModelUnavailable, RequestRejected
 from taskloom.generators.llm.exchange import ChatRequest, Exchange
 from taskloom.models import Usage
 
@@ -66,12 +66,6 @@ class ChatModel(Protocol):
         ...
 
 
-class InvalidAnswer(Exception):  # a normal outcome: the model answered badly
-    """The model's answer is empty, not JSON, or does not match the schema."""
-
-
-class RequestRejected(Exception):  # a normal outcome: this request, not the server, is bad
-    """The server refused this one request (too long for its context, invalid input)."""
 
 
 class OpenAIChat:

@@ -90,13 +90,13 @@ class Recorded(Frozen):
         """The value, or the failure raised as the exception the runner expects.
 
         Raises:
-            GenerationFailed: The model's output gave no usable result.
+            NoDraft: The model's output gave no usable result.
             InfrastructureError: The model server (or the sandbox) failed.
         """
-        from taskloom.generators.procedural.assemble import GenerationFailed
+        from taskloom.errors import NoDraft
 
         if self.failure == "rejected":
-            raise GenerationFailed(self.reason)
+            raise NoDraft(self.reason)
         if self.failure == "error" or self.value is None:
             raise InfrastructureError(self.reason or "the stage returned nothing", fix=self.fix)
         return self.value

@@ -12,8 +12,8 @@ from __future__ import annotations
 import posixpath
 import re
 
+from taskloom.errors import InvalidAnswer
 from taskloom.generators.llm.answers import DraftAnswer, FileAnswer, RefineAnswer, StepAnswer
-from taskloom.generators.llm.client import InvalidAnswer
 from taskloom.generators.procedural.assemble import task_fingerprint, task_id
 from taskloom.generators.procedural.checks import TEST_SH
 from taskloom.generators.protocols import Blueprint

@@ -15,6 +15,7 @@ import dataclasses
 import hashlib
 import json
 
+from taskloom.errors import NoDraft
 from taskloom.generators.procedural.artifacts import Artifact
 from taskloom.generators.procedural.checks import TEST_SH, Check, render_tests
 from taskloom.generators.procedural.domains import domain as get_domain
@@ -22,17 +23,14 @@ from taskloom.generators.procedural.primitives import PRIMITIVES, SOURCES
 from taskloom.generators.procedural.primitives.base import StepContext, StepResult
 from taskloom.generators.procedural.world import World
 from taskloom.generators.protocols import Blueprint
+from taskloom.leaks import states_value
 from taskloom.models import Task, TaskConfig, TaskFile, sorted_files
 from taskloom.sandbox.base_image import BASE_IMAGE
 from taskloom.seeding import rng_for
 from taskloom.skill_graph.model import SkillGraph
-from taskloom.validators.leakage import states_value
 
 GENERATOR_VERSION = "procedural/2"
 
-
-class GenerationFailed(Exception):  # a normal outcome the caller retries
-    """This blueprint and seed gave no usable task (inapplicable step, weak step, leak)."""
 
 
 @dataclasses.dataclass
@@ -51,9 +49,9 @@ def assemble(blueprint: Blueprint, graph: SkillGraph, attempt: int = 0) -> Assem
     """Run the blueprint's steps on a fresh world.
 
     Raises:
-        GenerationFailed: A step does not apply to its input, or the task would be weak.
+        NoDraft: A step does not apply to its input, or the task would be weak.
     """
-    from taskloom.generators.procedural.primitives.base import NotApplicable
+    from taskloom.errors import NotApplicable
 
     scenario = graph.scenarios[blueprint.scenario]
     domain = get_domain(scenario.domain)
@@ -64,7 +62,7 @@ def assemble(blueprint: Blueprint, graph: SkillGraph, attempt: int = 0) -> Assem
     first = graph.skills[blueprint.path[0]]
     source_types = [t for t in graph.source_type_for(first.id) if t in SOURCES]
     if not source_types:
-        raise GenerationFailed(f"no source generator for {first.consumes}")
+        raise NoDraft(f"no source generator for {first.consumes}")
     used: set[str] = set()
     context = _context(blueprint, domain, world, 0, attempt, used)
     artifact: Artifact = SOURCES[context.rng.choice(source_types)](context)
@@ -74,7 +72,7 @@ def assemble(blueprint: Blueprint, graph: SkillGraph, attempt: int = 0) -> Assem
         try:
             result = PRIMITIVES[skill_id](step, artifact)
         except NotApplicable as exc:
-            raise GenerationFailed(f"step {number} ({skill_id}): {exc}") from exc
+            raise NoDraft(f"step {number} ({skill_id}): {exc}") from exc
         produced = graph.skills[skill_id].produces
         if not graph.is_a(result.output.kind, produced):
             raise TypeError(f"primitive {skill_id} produced {result.output.kind}, the graph "
@@ -90,7 +88,7 @@ def assemble(blueprint: Blueprint, graph: SkillGraph, attempt: int = 0) -> Assem
     answers = tuple(dict.fromkeys(a for check in checks for a in check.answers()))
     leaked = [a for a in answers if states_value(instruction, a)]
     if leaked:
-        raise GenerationFailed(f"the instruction states an expected value: {leaked[0]!r}")
+        raise NoDraft(f"the instruction states an expected value: {leaked[0]!r}")
     solution = _solution(blueprint, graph, results)
     tools = tuple(dict.fromkeys(tool for result in results for tool in result.tools))
     return Assembled(instruction, solution, checks, world, tools, answers)

@@ -16,7 +16,8 @@ import random
 
 from pydantic import Field
 
-from taskloom.generators.procedural.assemble import GenerationFailed, assemble, build_task
+from taskloom.errors import NoDraft
+from taskloom.generators.procedural.assemble import assemble, build_task
 from taskloom.generators.procedural.primitives import PRIMITIVES
 from taskloom.generators.protocols import (
     DIMENSIONS,
@@ -114,7 +115,7 @@ class ProceduralPlanner:
         for attempt in range(3):
             try:
                 assemble(blueprint, self.graph, attempt)
-            except GenerationFailed:
+            except NoDraft:
                 continue
             return True
         return False
@@ -132,18 +133,18 @@ class ProceduralGenerator:
         """A draft for `blueprint`.
 
         Raises:
-            GenerationFailed: No sub-seed produced a usable task; the message says why.
+            NoDraft: No sub-seed produced a usable task; the message says why.
         """
         reasons = []
         for attempt in range(first_attempt, first_attempt + GENERATION_ATTEMPTS):
             try:
                 task, parts = build_task(blueprint, self.graph, attempt)
-            except GenerationFailed as exc:
+            except NoDraft as exc:
                 reasons.append(str(exc))
                 continue
             return Draft(blueprint=blueprint, task=task, expected_values=parts.answers,
                          generator=task.config.metadata["generator"], attempt=attempt)
-        raise GenerationFailed(f"no usable task in {GENERATION_ATTEMPTS} attempts; last: "
+        raise NoDraft(f"no usable task in {GENERATION_ATTEMPTS} attempts; last: "
                                f"{reasons[-1]}")
 
 

@@ -13,18 +13,14 @@ import hashlib
 import posixpath
 import re
 
+from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import Archive, FileTree, Report, TreeFile
 from taskloom.generators.procedural.checks import (
     ArchiveMembers,
     FileText,
     TreeListing,
 )
-from taskloom.generators.procedural.primitives.base import (
-    NotApplicable,
-    StepContext,
-    StepResult,
-    primitive,
-)
+from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
 from taskloom.generators.procedural.primitives.files import (
     basename,
     ends_with,

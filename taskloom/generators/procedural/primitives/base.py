@@ -26,10 +26,6 @@ from taskloom.generators.procedural.world import World
 from taskloom.generators.protocols import Difficulty
 
 
-class NotApplicable(Exception):  # a signal to resample, not an error
-    """This primitive cannot work on this input; the generator resamples."""
-
-
 @dataclass
 class StepResult:
     """What one step contributes to the task."""

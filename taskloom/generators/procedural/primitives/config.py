@@ -9,14 +9,10 @@ from __future__ import annotations
 
 import re
 
+from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import ConfigFile, Report, TextFile
 from taskloom.generators.procedural.checks import FileText
-from taskloom.generators.procedural.primitives.base import (
-    NotApplicable,
-    StepContext,
-    StepResult,
-    primitive,
-)
+from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
 from taskloom.generators.procedural.world import q
 
 SECTION = re.compile(r"^\[([^\]]+)\]\s*$")

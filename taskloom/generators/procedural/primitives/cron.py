@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import CronJob, Report, Script, TextFile
 from taskloom.generators.procedural.checks import Check, FileText
 from taskloom.generators.procedural.primitives.base import (
-    NotApplicable,
     StepContext,
     StepResult,
     primitive,

@@ -20,14 +20,10 @@ from collections import Counter
 from dataclasses import dataclass
 from decimal import Decimal
 
+from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import CsvTable, JsonDoc, Report
 from taskloom.generators.procedural.checks import FileText, JsonValue
-from taskloom.generators.procedural.primitives.base import (
-    NotApplicable,
-    StepContext,
-    StepResult,
-    primitive,
-)
+from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
 from taskloom.generators.procedural.world import q
 
 INTEGER = re.compile(r"-?[0-9]+\Z")

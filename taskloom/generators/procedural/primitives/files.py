@@ -17,14 +17,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import FileTree, Report, TreeFile
 from taskloom.generators.procedural.checks import Check, FileDigests, FileText, TreeListing
-from taskloom.generators.procedural.primitives.base import (
-    NotApplicable,
-    StepContext,
-    StepResult,
-    primitive,
-)
+from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
 from taskloom.generators.procedural.sources import normalized_name
 from taskloom.generators.procedural.world import DAY, q
 

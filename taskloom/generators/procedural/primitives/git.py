@@ -15,6 +15,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import Archive, Commit, GitRepo, Report
 from taskloom.generators.procedural.checks import (
     ArchiveMembers,
@@ -22,12 +23,7 @@ from taskloom.generators.procedural.checks import (
     CommandText,
     FileText,
 )
-from taskloom.generators.procedural.primitives.base import (
-    NotApplicable,
-    StepContext,
-    StepResult,
-    primitive,
-)
+from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
 from taskloom.generators.procedural.world import EPOCH_NOW, q
 
 ISSUE = re.compile(r"\(#(\d+)\)")

@@ -9,14 +9,10 @@ from __future__ import annotations
 
 import hashlib
 
+from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import ChecksumList, FileTree, Report
 from taskloom.generators.procedural.checks import FileText
-from taskloom.generators.procedural.primitives.base import (
-    NotApplicable,
-    StepContext,
-    StepResult,
-    primitive,
-)
+from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
 from taskloom.generators.procedural.primitives.files import (
     basename,
     first_step_only,

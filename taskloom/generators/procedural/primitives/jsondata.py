@@ -12,14 +12,10 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import CsvTable, JsonDoc, Report, TextFile
 from taskloom.generators.procedural.checks import FileText, JsonValue
-from taskloom.generators.procedural.primitives.base import (
-    NotApplicable,
-    StepContext,
-    StepResult,
-    primitive,
-)
+from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
 from taskloom.generators.procedural.primitives.csvdata import (
     DECIMAL,
     Field,

@@ -12,6 +12,7 @@ import re
 from collections import Counter
 from datetime import UTC, datetime
 
+from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import (
     AccessLog,
     AppLog,
@@ -21,12 +22,7 @@ from taskloom.generators.procedural.artifacts import (
     TextFile,
 )
 from taskloom.generators.procedural.checks import FileText, GzipContents, TreeListing
-from taskloom.generators.procedural.primitives.base import (
-    NotApplicable,
-    StepContext,
-    StepResult,
-    primitive,
-)
+from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
 from taskloom.generators.procedural.world import DAY, EPOCH_NOW, q
 
 VALID_APP = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z [A-Z]+ \[[^]]+\] "

@@ -12,14 +12,10 @@ import hashlib
 import posixpath
 from dataclasses import dataclass, replace
 
+from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import Accounts, CsvTable, FileTree, Report, TreeFile
 from taskloom.generators.procedural.checks import Check, FileText, PathState, UsersExist
-from taskloom.generators.procedural.primitives.base import (
-    NotApplicable,
-    StepContext,
-    StepResult,
-    primitive,
-)
+from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
 from taskloom.generators.procedural.world import DAY, EPOCH_NOW, q
 
 # Policies whose modes survive `cp` under umask 022, so copies made later still match.

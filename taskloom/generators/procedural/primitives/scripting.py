@@ -15,14 +15,10 @@ import unicodedata
 from collections import Counter
 from dataclasses import dataclass, replace
 
+from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import FileTree, Script, TextFile, TreeFile
 from taskloom.generators.procedural.checks import Check, Modes
-from taskloom.generators.procedural.primitives.base import (
-    NotApplicable,
-    StepContext,
-    StepResult,
-    primitive,
-)
+from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
 from taskloom.generators.procedural.world import q
 
 TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9]{2,}")

@@ -18,14 +18,10 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 
+from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import CsvTable, Report, SqliteDb
 from taskloom.generators.procedural.checks import CommandText, FileText
-from taskloom.generators.procedural.primitives.base import (
-    NotApplicable,
-    StepContext,
-    StepResult,
-    primitive,
-)
+from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
 from taskloom.generators.procedural.primitives.csvdata import (
     Field,
     cents,

@@ -10,14 +10,10 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import Report, TextFile
 from taskloom.generators.procedural.checks import FileText
-from taskloom.generators.procedural.primitives.base import (
-    NotApplicable,
-    StepContext,
-    StepResult,
-    primitive,
-)
+from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
 from taskloom.generators.procedural.world import q
 
 TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9-]{3,}")

@@ -6,6 +6,7 @@ import os
 from typing import Literal
 
 from taskloom.config import ValidationConfig
+from taskloom.errors import Unemulable
 from taskloom.models import Task
 from taskloom.sandbox import base_image, dockerfile
 from taskloom.sandbox.trial import EnvironmentSpec
@@ -35,7 +36,7 @@ def environment_spec(task: Task, config: ValidationConfig) -> tuple[EnvironmentS
     if config.mode == "auto":
         try:
             emulation = dockerfile.emulate(text, context)
-        except dockerfile.Unemulable as exc:
+        except Unemulable as exc:
             why = f"real build: {exc}"
         else:
             if base_image.is_base_image(emulation.image):
@@ -55,5 +56,5 @@ def environment_spec(task: Task, config: ValidationConfig) -> tuple[EnvironmentS
 def _from_or_empty(text: str) -> str:
     try:
         return dockerfile.from_image(text)
-    except dockerfile.Unemulable:
+    except Unemulable:
         return ""

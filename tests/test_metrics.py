@@ -1,4 +1,4 @@
-"""Corpus diversity metrics (taskloom.validators.coverage) on the shipped skill graph."""
+"""Corpus diversity metrics (taskloom.metrics) on the shipped skill graph."""
 
 from __future__ import annotations
 
@@ -6,10 +6,8 @@ import math
 
 import pytest
 
-from taskloom.skill_graph.model import load_graph
-from taskloom.validators.coverage import (
+from taskloom.metrics.corpus import (
     TaskRecord,
-    action_complexity,
     category_entropy,
     corpus_metrics,
     near_duplicate_rate,
@@ -18,6 +16,8 @@ from taskloom.validators.coverage import (
     skill_coverage,
     transition_coverage,
 )
+from taskloom.metrics.shell import action_complexity
+from taskloom.skill_graph.model import load_graph
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Read and write Harbor task folders (schema 1.4).
+"""Read Harbor task folders (schema 1.4): any task, ours or foreign.
 
 ```
 <task>/task.toml            configuration and metadata
@@ -8,9 +8,7 @@
 <task>/tests/test.sh        writes /logs/verifier/reward.txt
 ```
 
-`read_task_folder` raises `TaskFolderError` naming the file, the field and the fix;
-`write_task_folder` writes atomically (a hidden sibling renamed into place, see
-`outputs.staging`), so a killed run never leaves half a task behind.
+`read_task_folder` raises `TaskFolderError` naming the file, the field and the fix.
 """
 
 from __future__ import annotations
@@ -20,12 +18,10 @@ import stat
 import tomllib
 from pathlib import Path
 
-import tomli_w
 from pydantic import ValidationError
 
 from taskloom.errors import TaskFolderError
 from taskloom.models import Task, TaskConfig, TaskFile, sorted_files
-from taskloom.outputs.archive import write_files
 
 SECTIONS = ("environment", "solution", "tests")
 # Editor and interpreter droppings that are never part of a task.
@@ -165,26 +161,6 @@ def _require_environment(root: Path, config: TaskConfig,
                           "Dockerfile", field="environment.docker_image",
                           fix="add environment/Dockerfile or set docker_image under "
                               "[environment] in task.toml")
-
-
-def task_toml_text(config: TaskConfig) -> str:
-    """The canonical task.toml text for a config."""
-    data = config.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
-    return tomli_w.dumps({"schema_version": config.schema_version, **data})
-
-
-def write_task_folder(task: Task, path: Path | str) -> Path:
-    """Write `task` as a Harbor task folder at `path`, replacing what was there.
-
-    Returns:
-        The folder written.
-    """
-    files = [TaskFile(path="task.toml", content=task_toml_text(task.config).encode("utf-8")),
-             TaskFile(path="instruction.md", content=task.instruction.encode("utf-8"))]
-    for section in SECTIONS:
-        files += [entry.model_copy(update={"path": f"{section}/{entry.path}"})
-                  for entry in getattr(task, section)]
-    return write_files(tuple(files), Path(path))
 
 
 def find_task_folders(paths: list[Path]) -> list[Path]:

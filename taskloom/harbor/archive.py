@@ -18,11 +18,10 @@ import hashlib
 import io
 import stat
 import tarfile
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 
 from taskloom.errors import TaskFolderError
 from taskloom.models import TaskFile
-from taskloom.outputs.staging import staged_folder
 
 _DIGEST_FILES = frozenset({"task.toml", "instruction.md", "README.md"})
 _DIGEST_DIRS = ("environment/", "solution/", "tests/")
@@ -80,14 +79,3 @@ def unpack(archive: bytes, *, source: str) -> tuple[str, tuple[TaskFile, ...]]:
         raise TaskFolderError(f"archive holds {len(names)} top-level folders, expected one",
                               path=source, fix="re-export the dataset with `taskloom export`")
     return names.pop(), tuple(sorted(files, key=lambda f: f.path))
-
-
-def write_files(files: tuple[TaskFile, ...], target: Path) -> Path:
-    """Write files as the folder `target`, atomically (see `staged_folder`)."""
-    with staged_folder(target) as staging:
-        for entry in files:
-            path = staging / entry.path
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(entry.content)
-            path.chmod(entry.mode)
-    return target

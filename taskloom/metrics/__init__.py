@@ -1,0 +1,1 @@
+"""Measurements of tasks and corpora: diversity metrics and shell-script complexity."""
