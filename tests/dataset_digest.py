@@ -5,9 +5,11 @@ any commit: `test_behaviour_pinned.py` holds the values measured before a restru
 
 - `tasks_digest`: every file under the run's `tasks/` (path, bytes, permission bits).
 - `hf_export_digest`: every row of the export's Arrow and Parquet files and its dataset card
-  and `dataset_info.json`, with what differs between two identical runs (the random run id
-  and the start time) replaced by placeholders; `state.json` (datasets' own bookkeeping) is
-  left out.
+  and `dataset_info.json`, with what differs between two runs of the same command replaced by
+  placeholders: the random run id, the start time, the seconds each check took, the byte
+  sizes that follow from those, and how many items past the target were in flight when the
+  run reached its count (they are accepted "over target" and left out; the first `count`
+  accepted items are the dataset). `state.json` (datasets' own bookkeeping) is left out.
 """
 
 from __future__ import annotations
@@ -18,6 +20,10 @@ import re
 from pathlib import Path
 
 ISO_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00")
+# What depends on timing: items in flight at the end, and sizes that follow from seconds.
+TIMING = (re.compile(r"(\| items the run tried \| )\d+"), re.compile(r"(\| items left out \| )\d+"),
+          re.compile(r"(\| accepted \| over target: [^|]*\| )[^\n]*"),
+          re.compile(r'("(?:download_size|dataset_size|size_in_bytes|num_bytes)": )\d+'))
 
 
 def folder_records(root: Path) -> list[str]:
@@ -32,7 +38,10 @@ def tasks_digest(run_dir: Path) -> str:
 
 
 def _normalized(text: str, run_id: str) -> str:
-    return ISO_TIME.sub("<created>", text.replace(run_id, "<run-id>"))
+    text = ISO_TIME.sub("<created>", text.replace(run_id, "<run-id>"))
+    for pattern in TIMING:
+        text = pattern.sub(r"\1<timing>", text)
+    return text
 
 
 def _rows(table, run_id: str) -> list[str]:
@@ -41,6 +50,7 @@ def _rows(table, run_id: str) -> list[str]:
         provenance = row.get("provenance") or {}
         assert provenance.get("run_id") == run_id, provenance
         row["provenance"] = {**provenance, "run_id": "<run-id>", "created": "<created>"}
+        row["verdicts"] = [{**verdict, "seconds": 0.0} for verdict in row["verdicts"]]
         rows.append(json.dumps(row, sort_keys=True, default=lambda b: b.hex()))
     return rows
 

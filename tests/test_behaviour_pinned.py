@@ -1,0 +1,38 @@
+"""The dataset `generate --count 30 --seed 0` writes, and its Hugging Face export, are pinned.
+
+The digests were measured on commit 5f176d9, before the package was restructured (issue 16:
+validators and stages as tables, typed store reads); a restructuring that changes what the
+main job produces fails here. `dataset_digest` says what the digests cover and which
+run-to-run differences (run id, start time, check seconds) they mask.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from dataset_digest import hf_export_digest, tasks_digest
+
+from taskloom.pipeline.store import RunStore
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+TASKLOOM = [sys.executable, "-m", "taskloom.cli"]
+# Measured on 5f176d9 (two runs, same values): tests/dataset_digest.py on the run and export.
+TASKS_DIGEST = "b4d0afb441be80a70144acca89541ab311403e111e5e9383c874a4579ca60268"
+HF_EXPORT_DIGEST = "0316ad465ded2e608ac4f8410b711cbd6e1ea25c9018ead649742bb208159045"
+
+
+def test_main_job_dataset_and_hf_export_are_unchanged(tmp_path):
+    run = tmp_path / "run"
+    done = subprocess.run([*TASKLOOM, "generate", "--count", "30", "--seed", "0", "--out",
+                           str(run)], capture_output=True, text=True, timeout=1200)
+    assert done.returncode == 0, done.stdout + done.stderr
+    export = tmp_path / "hf"
+    done = subprocess.run([*TASKLOOM, "export", str(run), "--format", "hf", "--out",
+                           str(export)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    with RunStore(run / "run.duckdb", read_only=True) as store:
+        run_id = store.run().id
+    assert tasks_digest(run) == TASKS_DIGEST
+    assert hf_export_digest(export, run_id) == HF_EXPORT_DIGEST
