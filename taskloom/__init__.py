@@ -32,16 +32,7 @@ def make(request: str, *, count: int = 3, difficulty: str | dict[str, int] | Non
         taskloom.errors.NoMatch: The request matches no skill.
         taskloom.errors.NoVerifiedTask: No candidate passed validation.
     """
-    from taskloom.embedding import load_embedder
-    from taskloom.generators.backends import skill_graph
-    from taskloom.generators.request import difficulty_from_option
-    from taskloom.pipeline.on_demand import make as make_task
-    from taskloom.sandbox.runtime import open_runtime
+    from taskloom.pipeline.on_demand import make_task
 
-    levels = difficulty_from_option(difficulty) if isinstance(difficulty, str) or \
-        difficulty is None else dict(difficulty)
-    with open_runtime(runtime) as sandbox:
-        result = make_task(request, graph=skill_graph(()), embedder=load_embedder(),
-                           runtime=sandbox, count=count, difficulty=levels,
-                           out=Path(out) if out else None, seed=seed)
-    return result.task
+    return make_task(request, count=count, difficulty=difficulty,
+                     out=Path(out) if out else None, runtime=runtime, seed=seed).task

@@ -8,13 +8,14 @@ pydantic, and a wrong one is reported with the file and the key.
 
 from __future__ import annotations
 
+import copy
 import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 
 from taskloom.errors import ConfigError
 from taskloom.models import Frozen
@@ -23,13 +24,25 @@ from taskloom.models import Frozen
 class ValidationConfig(Frozen):
     """How tasks are proven solvable."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _read_mutations_flag(cls, data: Any) -> Any:
+        """Read the older `mutations = false` as the check selection it means."""
+        if isinstance(data, dict) and "mutations" in data:
+            data = dict(data)
+            if not data.pop("mutations"):
+                data["checks"] = _without_check(tuple(data.get("checks", ())), "mutations")
+        return data
+
     repeats: int = Field(default=2, ge=1, le=20,
                          description="Oracle runs, each from fresh state; all must give 1.")
     mode: Literal["auto", "strict"] = Field(
         default="auto", description="auto: emulate simple Dockerfiles on the base image and "
         "reset state in place; strict: real docker build, fresh container per phase.")
-    mutations: bool = Field(default=True,
-                            description="Run the solution with each marked step removed.")
+    checks: tuple[str, ...] = Field(
+        default=(), description="Checks to run: empty for the defaults (all but judge); "
+        "`+name` / `-name` edit the defaults (`+judge`, `-mutations`); plain names are the "
+        "exact set (each brings the checks it needs). `taskloom validate --help` lists them.")
     timeout_cap_sec: float = Field(default=300.0, gt=0,
                                    description="Upper bound on a task's own timeouts.")
     default_solution_timeout_sec: float = Field(
@@ -91,8 +104,6 @@ class LLMConfig(Frozen):
     grammar_max_items: int | None = Field(
         default=None, ge=1, description="Longest list a grammar-constrained answer "
         "(json_object, tools) may hold; small models can loop on a list forever.")
-    judge: bool = Field(default=False,
-                        description="Add the LLM judge to validation (underspecified, leak).")
 
     def output_settings(self) -> dict:
         """The settings that change what the model answers (part of every cache key)."""
@@ -145,6 +156,21 @@ class DiversityConfig(Frozen):
 class RunConfig(Frozen):
     """A batch run: what to generate, how, and how it is proven."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _read_judge_flag(cls, data: Any) -> Any:
+        """Read the older `llm.judge = true` as the check selection it means."""
+        llm = data.get("llm") if isinstance(data, dict) else None
+        if isinstance(llm, dict) and "judge" in llm:
+            data, llm = dict(data), dict(llm)
+            if llm.pop("judge"):
+                validation = dict(data.get("validation") or {})
+                validation["checks"] = _with_check(tuple(validation.get("checks", ())),
+                                                   "judge")
+                data["validation"] = validation
+            data["llm"] = llm
+        return data
+
     count: int = Field(default=20, ge=1, description="Verified tasks wanted.")
     max_items: int | None = Field(default=None, ge=1,
                                   description="Items to try at most (default: 2 x count + 10).")
@@ -177,45 +203,58 @@ class RunConfig(Frozen):
         """How many items may be planned at most."""
         return self.max_items or 2 * self.count + 10
 
-    @property
-    def uses_llm(self) -> bool:
-        """True when some stage of this run asks a model."""
-        return self.backend != "procedural" or self.llm.judge
+
+
+def _with_check(checks: tuple[str, ...], name: str) -> tuple[str, ...]:
+    """A selection that also runs `name` (an edit of the defaults, or the exact set)."""
+    if not checks or any(c.startswith(("+", "-")) for c in checks):
+        return (*[c for c in checks if c != f"-{name}"], f"+{name}")
+    return checks if name in checks else (*checks, name)
+
+
+def _without_check(checks: tuple[str, ...], name: str) -> tuple[str, ...]:
+    """A selection that leaves `name` out."""
+    if not checks or any(c.startswith(("+", "-")) for c in checks):
+        return (*[c for c in checks if c != f"+{name}"], f"-{name}")
+    return tuple(c for c in checks if c != name)
 
 
 def with_llm_environment(config: RunConfig,
                          environ: Mapping[str, str] | None = None) -> RunConfig:
     """`config` with `llm.base_url` and `llm.model` filled from the environment.
 
+    Call it for a run that asks a model (`taskloom.pipeline.stages.asks_model`).
+
     Raises:
-        ConfigError: The run needs a model and none is named anywhere.
+        ConfigError: No model is named anywhere.
     """
-    if not config.uses_llm:
-        return config
     environ = os.environ if environ is None else environ
     llm = config.llm
     base_url = llm.base_url or environ.get("OPENAI_BASE_URL") or OPENAI_URL
     model = llm.model or environ.get("TASKLOOM_LLM_MODEL")
     if not model:
-        raise ConfigError("the llm backend, hybrid backend and judge need a model name",
+        raise ConfigError("the llm and hybrid backends and the judge check need a model name",
                           field="llm.model", fix="pass --model NAME, --set llm.model=NAME or "
                                                  "set TASKLOOM_LLM_MODEL")
     return config.model_copy(update={"llm": llm.model_copy(
         update={"base_url": base_url, "model": model})})
 
 
-def load_run_config(path: Path | None = None, overrides: list[str] | None = None,
-                    **options: object) -> RunConfig:
-    """Defaults, then the TOML file, then keyword options (CLI flags), then `--set` pairs.
+def load_run_config(path: Path | None = None, overrides: list[str] | None = None, *,
+                    stored: dict | None = None, **options: object) -> RunConfig:
+    """Defaults (or a resumed run's `stored` config), the TOML file, options, `--set` pairs.
+
+    Later wins: the file's tables replace the stored ones, keyword options (CLI flags)
+    replace single keys, and `--set key=value` pairs come last.
 
     Raises:
         ConfigError: The file is unreadable, a key is unknown or a value has the wrong type;
             the message names the file (or `--set`) and the key.
     """
-    data: dict = {}
+    data: dict = copy.deepcopy(stored) if stored else {}
     if path is not None:
         try:
-            data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+            data.update(tomllib.loads(Path(path).read_text(encoding="utf-8")))
         except FileNotFoundError as exc:
             raise ConfigError("config file not found", path=path, fix="check the path") \
                 from exc

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 HARBOR_SCHEMA_VERSION = "1.4"
+CHECK_NAME = r"^[a-z][a-z0-9-]*$"  # check names and reason codes: `oracle`, `weak-tests`
 
 
 class Frozen(BaseModel):
@@ -209,7 +210,7 @@ class Usage(Frozen):
 
 
 class ReasonCode(StrEnum):
-    """Why a check rejected a task."""
+    """Why a built-in check rejected a task (a validator may declare codes of its own)."""
 
     STRUCTURE = "structure"
     BUILD = "build"
@@ -224,26 +225,15 @@ class ReasonCode(StrEnum):
     DUPLICATE = "duplicate"
 
 
-class Check(StrEnum):
-    """The checks of the validation protocol, in the order they run."""
-
-    STRUCTURE = "structure"
-    BUILD = "build"
-    NOP = "nop"
-    ORACLE = "oracle"
-    REPEATS = "repeats"
-    MUTATIONS = "mutations"
-    LEAKAGE = "leakage"
-    JUDGE = "judge"
-    DUPLICATE = "duplicate"
-
-
 class Verdict(Frozen):
     """The outcome of one check on one task."""
 
-    check: Check = Field(description="Which check this is.")
+    check: str = Field(pattern=CHECK_NAME, description="Which check this is (a validator's "
+                       "name, or `duplicate` for the corpus filter).")
     passed: bool = Field(description="True when the task passed the check.")
-    reason: ReasonCode | None = Field(default=None, description="Why it failed; None if passed.")
+    reason: str | None = Field(default=None, pattern=CHECK_NAME,
+                               description="Reason code of a failure (see `ReasonCode`); "
+                                           "None if passed.")
     details: str = Field(default="", description="One or two sentences a person can act on.")
     log: str = Field(default="", description="Excerpt of the logs that prove the outcome.")
     seconds: float = Field(default=0.0, description="Wall-clock time the check took.")
@@ -270,6 +260,6 @@ class TaskReport(Frozen):
         return bool(self.verdicts) and all(v.passed for v in self.verdicts)
 
     @property
-    def reasons(self) -> list[ReasonCode]:
+    def reasons(self) -> list[str]:
         """Reason codes of the failed checks, in check order."""
         return [v.reason for v in self.verdicts if v.reason is not None]

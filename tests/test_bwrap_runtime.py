@@ -20,7 +20,7 @@ import pytest
 from taskfactory import make_task
 
 import taskloom.sandbox.bwrap_runtime as bwrap_module
-from taskloom.models import Check, TaskFile
+from taskloom.models import TaskFile
 from taskloom.sandbox import cgroups, mounts, rootfs, seccomp
 from taskloom.sandbox.base_image import BASE_IMAGE
 from taskloom.sandbox.bwrap_runtime import PIDS_LIMIT, STATE_ROOT, BwrapRuntime
@@ -328,7 +328,7 @@ def test_strict_mode_that_needs_docker_is_a_build_verdict(tmp_path, bwrap_runtim
     folder = make_task(tmp_path, "needs-docker",
                        dockerfile=dockerfile.format(image=BASE_IMAGE))
     report = validate_folder(folder, bwrap_runtime, ValidationConfig(mode="strict"))
-    build = next(v for v in report.verdicts if v.check == Check.BUILD)
+    build = next(v for v in report.verdicts if v.check == "build")
     assert not build.passed
     assert why in build.log and "--runtime docker" in build.log
 
@@ -370,8 +370,7 @@ def test_seccomp_program_is_well_formed():
 
 def test_layered_runtime_gives_every_phase_a_new_sandbox(tmp_path, bwrap_rootfs):
     from taskloom.config import ValidationConfig
-    from taskloom.validators.engine import validate_task
-    from taskloom.validators.solvability import plan_trial
+    from taskloom.validators.engine import plan_trial, validate_task
     from taskloom.validators.structure import load_task
 
     task, _ = load_task(make_task(tmp_path, "good"))

@@ -19,7 +19,7 @@ from taskloom.embedding import (
 )
 from taskloom.errors import ConfigError, NoDraft, TaskFolderError
 from taskloom.harbor import write_task_folder
-from taskloom.models import Check, ReasonCode
+from taskloom.models import ReasonCode
 from taskloom.pipeline import stages
 from taskloom.pipeline.corpus_filter import CorpusFilter
 from taskloom.pipeline.store import RunStore
@@ -156,7 +156,7 @@ def test_corpus_filter_decides_in_order_and_reuses_stored_embeddings(tmp_path, d
     for verdict, match in zip(verdicts, expected, strict=True):
         if verdict is None:
             continue
-        assert verdict.check == Check.DUPLICATE and verdict.reason == ReasonCode.DUPLICATE
+        assert verdict.check == "duplicate" and verdict.reason == ReasonCode.DUPLICATE
         assert not verdict.passed
         assert f"{drafts[match].task.name} (item {match})" in verdict.details
         assert "near-duplicate of task" in verdict.details and "cosine" in verdict.log
@@ -199,7 +199,7 @@ def test_reference_tasks_decontaminate(tmp_path, drafts, embedder):
     flagged = {i for i, v in verdicts.items() if v is not None}
     assert flagged == {3, 5}
     verdict = verdicts[3]
-    assert verdict.reason == ReasonCode.DUPLICATE and verdict.check == Check.DUPLICATE
+    assert verdict.reason == ReasonCode.DUPLICATE and verdict.check == "duplicate"
     assert f"too similar to reference task {drafts[3].task.name}" in verdict.details
     assert str(reference / drafts[3].task.name) in verdict.details
     assert "cosine 1.0000" in verdict.details

@@ -1,15 +1,14 @@
-"""Dockerfile emulation rules, reward parsing, step mutations and verdict mapping."""
+"""Dockerfile emulation rules, reward parsing and step mutations."""
 
 from __future__ import annotations
 
 import pytest
 
 from taskloom.errors import Unemulable
-from taskloom.models import Check, ReasonCode, TaskFile
+from taskloom.models import TaskFile
 from taskloom.sandbox.dockerfile import emulate, parse
 from taskloom.sandbox.driver import Capture, parse_reward
-from taskloom.sandbox.trial import CommandResult, PhaseResult, SetupResult, TrialResult
-from taskloom.validators.solvability import phase_verdicts, solution_steps, without_step
+from taskloom.validators.mutations import solution_steps, without_step
 
 CONTEXT = (TaskFile(path="Dockerfile", content=b"FROM x\n"),
            TaskFile(path="data/a.csv", content=b"a\n"),
@@ -92,26 +91,3 @@ def test_step_mutations():
     assert without_step(script, 0) == ("#!/bin/bash\nset -e\n: # step 1 removed by taskloom\n"
                                        "# taskloom:step 2 sort\nsort b > c\n")
     assert solution_steps("echo no steps\n") == []
-
-
-def run(reward, *, timed_out=False, error=None, name="oracle-1"):
-    command = CommandResult(exit_code=0, timed_out=False, seconds=0.1, log="")
-    tests = command.model_copy(update={"timed_out": timed_out})
-    return PhaseResult(name=name, solution=command, tests=tests, reward=reward,
-                       reward_error=error)
-
-
-@pytest.mark.parametrize(("phases", "expected"), [
-    ([run(0, name="nop"), run(1), run(1)], {}),
-    ([run(1, name="nop"), run(1)], {Check.NOP: ReasonCode.TRIVIAL}),
-    ([run(0, name="nop"), run(0), run(0)], {Check.ORACLE: ReasonCode.ORACLE_FAILS}),
-    ([run(0, name="nop"), run(1), run(0)], {Check.ORACLE: ReasonCode.FLAKY}),
-    ([run(0, name="nop"), run(None, timed_out=True)], {Check.ORACLE: ReasonCode.TIMEOUT}),
-    ([run(None, name="nop", error="no reward"), run(1)], {Check.NOP: ReasonCode.VERIFIER}),
-    ([run(0, name="nop"), run(1), run(1, name="mutant-1"), run(0, name="mutant-2")],
-     {Check.MUTATIONS: ReasonCode.WEAK_TESTS}),
-])
-def test_phase_verdicts(phases, expected):
-    result = TrialResult(setup=SetupResult(ok=True), phases=tuple(phases))
-    verdicts = phase_verdicts(result)
-    assert {v.check: v.reason for v in verdicts if not v.passed} == expected

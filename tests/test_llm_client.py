@@ -29,7 +29,7 @@ from taskloom.generators.llm.exchange import ChatRequest, Exchange, Recorded
 from taskloom.generators.llm.prompts import prompt
 from taskloom.generators.llm.render import answer_of_task, render_task
 from taskloom.generators.procedural.assemble import GENERATOR_VERSION
-from taskloom.models import Check, ReasonCode, Verdict
+from taskloom.models import ReasonCode, Verdict
 from taskloom.pipeline import stages
 from taskloom.pipeline.runner import Runner
 from taskloom.pipeline.store import RunStore
@@ -401,12 +401,12 @@ def test_hybrid_refiner_rewrites_for_instruction_failures_and_regenerates_otherw
     chat = Echo()
     planner, generator, refiner = hybrid(chat)
     draft = generator.generate(planner.plan(0))
-    judged = Verdict(check=Check.JUDGE, passed=False, reason=ReasonCode.UNDERSPECIFIED,
+    judged = Verdict(check="judge", passed=False, reason=ReasonCode.UNDERSPECIFIED,
                      details="the output format is not stated")
     again = refiner.refine(draft, (judged,))
     assert again.attempt == draft.attempt  # same procedural task, new wording
     assert "the output format is not stated" in chat.requests[-1].messages[1].content
-    broken = Verdict(check=Check.ORACLE, passed=False, reason=ReasonCode.ORACLE_FAILS,
+    broken = Verdict(check="oracle", passed=False, reason=ReasonCode.ORACLE_FAILS,
                      details="reward 0")
     regenerated = refiner.refine(draft, (broken,))
     assert regenerated.attempt > draft.attempt  # a new procedural task
@@ -421,7 +421,7 @@ def test_judge_verdicts():
     verdict = LLMJudge(Scripted('{"verdict": "underspecified", "explanation": "no path"}')
                        ).judge(task)
     assert (verdict.check, verdict.passed, verdict.reason) == \
-        (Check.JUDGE, False, ReasonCode.UNDERSPECIFIED)
+        ("judge", False, ReasonCode.UNDERSPECIFIED)
     assert LLMJudge(Scripted('{"verdict": "leak", "explanation": "says 42"}')).judge(
         task).reason == ReasonCode.LEAK
     assert LLMJudge(Scripted('{"verdict": "ok", "explanation": "fine"}')).judge(task).passed

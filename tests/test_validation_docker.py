@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from taskfactory import DOCKERFILE, UPPERCASE_SOLVE, UPPERCASE_TEST, make_task
 
-from taskloom.models import Check, ReasonCode
+from taskloom.models import ReasonCode
 from taskloom.sandbox.base_image import BASE_IMAGE
 
 pytestmark = pytest.mark.docker
@@ -23,7 +23,7 @@ def test_good_task_is_accepted(tmp_path, validate, mode):
     report = validate(make_task(tmp_path, "good"), mode=mode)
     assert report.accepted, report
     assert [v.check for v in report.verdicts] == [
-        Check.STRUCTURE, Check.BUILD, Check.NOP, Check.ORACLE, Check.LEAKAGE]
+        "structure", "build", "nop", "oracle", "leakage"]
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -44,20 +44,20 @@ def test_fresh_state_between_oracle_runs(tmp_path, validate, mode):
 def test_structure_not_toml(tmp_path, validate):
     folder = make_task(tmp_path, "bad-toml", toml="schema_version = \n[verifier\n")
     report = validate(folder)
-    assert failed(report) == {Check.STRUCTURE: ReasonCode.STRUCTURE}
+    assert failed(report) == {"structure": ReasonCode.STRUCTURE}
     assert "task.toml" in report.verdicts[0].details
     assert "TOML" in report.verdicts[0].details
 
 
 def test_structure_missing_instruction(tmp_path, validate):
     report = validate(make_task(tmp_path, "no-instruction", instruction=None))
-    assert failed(report) == {Check.STRUCTURE: ReasonCode.STRUCTURE}
+    assert failed(report) == {"structure": ReasonCode.STRUCTURE}
     assert "instruction.md" in report.verdicts[0].details
 
 
 def test_structure_missing_solution(tmp_path, validate):
     report = validate(make_task(tmp_path, "no-solution", solve=None))
-    assert failed(report) == {Check.STRUCTURE: ReasonCode.STRUCTURE}
+    assert failed(report) == {"structure": ReasonCode.STRUCTURE}
     assert "solve.sh" in report.verdicts[0].details
 
 
@@ -65,30 +65,30 @@ def test_structure_missing_solution(tmp_path, validate):
 def test_build_failure(tmp_path, validate, mode):
     dockerfile = DOCKERFILE + "RUN echo about to fail && exit 3\n"
     report = validate(make_task(tmp_path, "bad-build", dockerfile=dockerfile), mode=mode)
-    assert failed(report) == {Check.BUILD: ReasonCode.BUILD}
-    build = next(v for v in report.verdicts if v.check == Check.BUILD)
+    assert failed(report) == {"build": ReasonCode.BUILD}
+    build = next(v for v in report.verdicts if v.check == "build")
     assert "about to fail" in build.log
 
 
 def test_build_from_missing_image(tmp_path, validate):
     dockerfile = "FROM taskloom-test/does-not-exist:1\nRUN true\n"
     report = validate(make_task(tmp_path, "no-image", dockerfile=dockerfile))
-    assert failed(report) == {Check.BUILD: ReasonCode.BUILD}
+    assert failed(report) == {"build": ReasonCode.BUILD}
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_trivial_task(tmp_path, validate, mode):
     test = "def test_nothing():\n    assert True\n"
     report = validate(make_task(tmp_path, "trivial", test_py=test), mode=mode)
-    assert failed(report) == {Check.NOP: ReasonCode.TRIVIAL}
+    assert failed(report) == {"nop": ReasonCode.TRIVIAL}
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_oracle_fails(tmp_path, validate, mode):
     solve = "#!/bin/bash\ncp /app/data.txt /app/out.txt\n"
     report = validate(make_task(tmp_path, "wrong", solve=solve), mode=mode)
-    assert failed(report) == {Check.ORACLE: ReasonCode.ORACLE_FAILS}
-    oracle = next(v for v in report.verdicts if v.check == Check.ORACLE)
+    assert failed(report) == {"oracle": ReasonCode.ORACLE_FAILS}
+    oracle = next(v for v in report.verdicts if v.check == "oracle")
     assert "AssertionError" in oracle.log or "assert" in oracle.log
 
 
@@ -97,14 +97,14 @@ def test_flaky_solution(tmp_path, validate):
     solve = UPPERCASE_SOLVE + "[ $(( $(od -An -N1 -tu1 /dev/urandom) % 2 )) = 0 ] && " \
                               "rm /app/out.txt\nexit 0\n"
     report = validate(make_task(tmp_path, "flaky", solve=solve), repeats=12)
-    assert failed(report) == {Check.ORACLE: ReasonCode.FLAKY}
+    assert failed(report) == {"oracle": ReasonCode.FLAKY}
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_hanging_solution_times_out(tmp_path, validate, mode):
     solve = "#!/bin/bash\nsleep 1000\n"
     report = validate(make_task(tmp_path, "hang", solve=solve, agent_timeout=3.0), mode=mode)
-    assert failed(report) == {Check.ORACLE: ReasonCode.TIMEOUT}
+    assert failed(report) == {"oracle": ReasonCode.TIMEOUT}
     assert report.seconds < 60
 
 
@@ -112,7 +112,7 @@ def test_hanging_tests_time_out(tmp_path, validate):
     test_sh = "#!/bin/bash\nsleep 1000\n"
     report = validate(make_task(tmp_path, "hang-tests", test_sh=test_sh,
                                 verifier_timeout=3.0))
-    assert failed(report)[Check.NOP] == ReasonCode.TIMEOUT
+    assert failed(report)["nop"] == ReasonCode.TIMEOUT
 
 
 def test_fork_bomb_is_contained(tmp_path, validate):
@@ -120,7 +120,7 @@ def test_fork_bomb_is_contained(tmp_path, validate):
     report = validate(make_task(tmp_path, "fork-bomb", solve=solve, agent_timeout=8.0))
     # The bomb outlives solve.sh's limit, or starves test.sh of processes, or leaves no
     # output: any of these is a rejected oracle, within bounded time.
-    assert set(failed(report)) == {Check.ORACLE}
+    assert set(failed(report)) == {"oracle"}
     assert report.seconds < 120
 
 
@@ -128,14 +128,14 @@ def test_memory_hog_is_killed(tmp_path, validate):
     solve = ("#!/bin/bash\npython3 -c \"x = bytearray(2 * 1024 ** 3)\" || true\n"
              "cp /app/data.txt /app/out.txt\n")
     report = validate(make_task(tmp_path, "memory-hog", solve=solve, memory_mb=256))
-    assert failed(report) == {Check.ORACLE: ReasonCode.ORACLE_FAILS}
+    assert failed(report) == {"oracle": ReasonCode.ORACLE_FAILS}
 
 
 def test_missing_reward_file(tmp_path, validate):
     test_sh = "#!/bin/bash\ncd /tests && python3 -m pytest -q test_outputs.py\n"
     report = validate(make_task(tmp_path, "no-reward", test_sh=test_sh))
-    assert failed(report) == {Check.NOP: ReasonCode.VERIFIER, Check.ORACLE: ReasonCode.VERIFIER}
-    nop = next(v for v in report.verdicts if v.check == Check.NOP)
+    assert failed(report) == {"nop": ReasonCode.VERIFIER, "oracle": ReasonCode.VERIFIER}
+    nop = next(v for v in report.verdicts if v.check == "nop")
     assert "reward.txt" in nop.details
 
 
@@ -143,8 +143,8 @@ def test_weak_tests(tmp_path, validate):
     solve = ("#!/bin/bash\n# taskloom:step 1 make a copy\ncp /app/data.txt /app/copy.txt\n"
              "# taskloom:step 2 uppercase\ntr a-z A-Z < /app/data.txt > /app/out.txt\n")
     report = validate(make_task(tmp_path, "weak", solve=solve))
-    assert failed(report) == {Check.MUTATIONS: ReasonCode.WEAK_TESTS}
-    mutations = next(v for v in report.verdicts if v.check == Check.MUTATIONS)
+    assert failed(report) == {"mutations": ReasonCode.WEAK_TESTS}
+    mutations = next(v for v in report.verdicts if v.check == "mutations")
     assert "step 1" in mutations.details
 
 
@@ -154,15 +154,15 @@ def test_every_step_checked(tmp_path, validate):
              "tr a-z A-Z < /app/copy.txt > /app/out.txt\n")
     report = validate(make_task(tmp_path, "strong", solve=solve))
     assert report.accepted, failed(report)
-    assert Check.MUTATIONS in [v.check for v in report.verdicts]
+    assert "mutations" in [v.check for v in report.verdicts]
 
 
 def test_leak_in_build_context(tmp_path, validate):
     folder = make_task(tmp_path, "leak-context",
                        environment={"data.txt": "hello\nworld\n", "check.py": UPPERCASE_TEST})
     report = validate(folder)
-    assert failed(report) == {Check.LEAKAGE: ReasonCode.LEAK}
-    leakage = next(v for v in report.verdicts if v.check == Check.LEAKAGE)
+    assert failed(report) == {"leakage": ReasonCode.LEAK}
+    leakage = next(v for v in report.verdicts if v.check == "leakage")
     assert "environment/check.py" in leakage.log
 
 
@@ -175,8 +175,8 @@ def test_leak_in_image(tmp_path, validate, mode, folder):
                   "RUN printf '#!/bin/bash\\ntr a-z A-Z < /app/data.txt > /app/out.txt\\n' "
                   f"> {folder}/answer.sh\n")
     report = validate(make_task(tmp_path, "leak-image", dockerfile=dockerfile), mode=mode)
-    assert failed(report) == {Check.LEAKAGE: ReasonCode.LEAK}
-    leakage = next(v for v in report.verdicts if v.check == Check.LEAKAGE)
+    assert failed(report) == {"leakage": ReasonCode.LEAK}
+    leakage = next(v for v in report.verdicts if v.check == "leakage")
     assert f"{folder}/answer.sh" in leakage.log
 
 
@@ -220,8 +220,7 @@ def test_state_changes_are_undone_between_runs(tmp_path, runtime_name, request, 
     sandbox."""
     from taskloom.config import ValidationConfig
     from taskloom.harbor import read_task_folder
-    from taskloom.validators.engine import validate_task
-    from taskloom.validators.solvability import plan_trial
+    from taskloom.validators.engine import plan_trial, validate_task
 
     runtime = request.getfixturevalue(f"{runtime_name}_runtime")
     line, sandboxes = STATE_CHANGES[change]
@@ -234,3 +233,44 @@ def test_state_changes_are_undone_between_runs(tmp_path, runtime_name, request, 
     result = runtime.run(plan)
     assert [phase.reward for phase in result.phases] == [0, 1, 1]
     assert result.sandboxes == sandboxes, result.notes
+
+
+class DoNothingEarnsZero:
+    """A check registered from outside the package: a solve.sh that does nothing earns 0."""
+
+    name, reasons, needs, default, needs_model = ("do-nothing", ("hackable",), ("build",),
+                                                  False, False)
+
+    def trial_part(self, task, config):
+        from taskloom.models import TaskFile
+        from taskloom.sandbox.trial import Phase
+        from taskloom.validators.protocol import TrialPart
+
+        idle = (TaskFile(path="solve.sh", content=b"#!/bin/bash\nexit 0\n", mode=0o755),)
+        return TrialPart(phases=(Phase(name="do-nothing", solution="do-nothing"),),
+                         solutions={"do-nothing": idle})
+
+    def check(self, evidence):
+        from taskloom.models import Verdict
+
+        (run,) = [p for p in evidence.trial.phases if p.name == "do-nothing"]
+        return Verdict(check=self.name, passed=run.reward == 0,
+                       reason=None if run.reward == 0 else "hackable",
+                       details=f"an idle solve.sh earns {run.reward}")
+
+
+def test_a_check_added_from_outside_runs_in_the_same_sandbox(tmp_path, validate):
+    from taskloom.validators import registry
+
+    registry.register(DoNothingEarnsZero(), before="leakage")
+    try:
+        good = validate(make_task(tmp_path, "good"), checks=("+do-nothing",))
+        trivial = validate(make_task(tmp_path, "trivial", solve="#!/bin/bash\ntrue\n",
+                                     test_py="def test_nothing():\n    pass\n"),
+                           checks=("do-nothing",))
+    finally:
+        registry.unregister("do-nothing")
+    assert good.accepted, failed(good)
+    assert [v.check for v in good.verdicts] == ["structure", "build", "nop", "oracle",
+                                                "do-nothing", "leakage"]
+    assert failed(trivial) == {"do-nothing": "hackable"}

@@ -10,9 +10,19 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
 from taskloom.config import RunConfig
 from taskloom.errors import ConfigError
+from taskloom.generators.protocols import Generator, Planner, Refiner
+
+
+class Backend(NamedTuple):
+    """The three agents of a run's backend."""
+
+    planner: Planner
+    generator: Generator
+    refiner: Refiner
 
 
 @lru_cache(maxsize=8)
@@ -40,11 +50,11 @@ def _procedural(config_json: str):
         steering_strength=config.diversity.steering_strength,
         steering_candidates=config.diversity.steering_candidates))
     generator = ProceduralGenerator(graph)
-    return planner, generator, ProceduralRefiner(generator)
+    return Backend(planner, generator, ProceduralRefiner(generator))
 
 
-def backend_for(config: RunConfig, chat=None):
-    """(planner, generator, refiner) for the run's backend.
+def backend_for(config: RunConfig, chat=None) -> Backend:
+    """The planner, generator and refiner of the run's backend.
 
     `chat` is the `ChatModel` the LLM agents talk to (in a run: the stage's replaying,
     recording session); by default a plain session on this process's transport.
@@ -65,8 +75,8 @@ def backend_for(config: RunConfig, chat=None):
     graph = skill_graph(config.graph)
     model = config.llm.model or ""
     if config.backend == "llm":
-        return (agents.LLMPlanner(planner, graph, chat),
-                agents.LLMGenerator(graph, chat, model),
-                agents.LLMRefiner(graph, chat, model))
+        return Backend(agents.LLMPlanner(planner, graph, chat),
+                       agents.LLMGenerator(graph, chat, model),
+                       agents.LLMRefiner(graph, chat, model))
     hybrid = agents.HybridGenerator(generator, chat, model)
-    return planner, hybrid, agents.HybridRefiner(hybrid, refiner)
+    return Backend(planner, hybrid, agents.HybridRefiner(hybrid, refiner))

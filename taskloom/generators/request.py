@@ -10,11 +10,14 @@ matches well it raises `NoMatch` with the nearest skills, never a random guess.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-import numpy as np
 from pydantic import Field
 
 from taskloom.embedding import Embedder
+
+if TYPE_CHECKING:
+    import numpy as np
 from taskloom.errors import InputError, NoMatch
 from taskloom.generators.protocols import DIMENSIONS
 from taskloom.models import Frozen
@@ -50,7 +53,7 @@ FILE_NAME = re.compile(r"\b([\w-]+\.(?:log|csv|json|db|sqlite|txt|conf|ini|tar\.
 NUMBER = re.compile(r"\b(\d{1,4}|" + "|".join(NUMBER_WORDS) + r")\b")
 
 
-class Match(Frozen):
+class GraphMatch(Frozen):
     """A skill or scenario the request matched, with its score."""
 
     id: str = Field(description="Skill or scenario id.")
@@ -61,9 +64,9 @@ class Request(Frozen):
     """What a request was understood to ask for."""
 
     text: str = Field(description="The request as given.")
-    skills: tuple[Match, ...] = Field(description="Matched skills, best first.")
-    scenario: Match = Field(description="Best scenario containing the top skill.")
-    nearest: tuple[Match, ...] = Field(description="Top skills by score, matched or not.")
+    skills: tuple[GraphMatch, ...] = Field(description="Matched skills, best first.")
+    scenario: GraphMatch = Field(description="Best scenario containing the top skill.")
+    nearest: tuple[GraphMatch, ...] = Field(description="Top skills by score, matched or not.")
     difficulty: dict[str, int] = Field(default_factory=dict,
                                        description="Levels set by words in the request.")
     paths: tuple[str, ...] = Field(default=(), description="Paths the user named.")
@@ -100,8 +103,8 @@ def understand(text: str, graph: SkillGraph, embedder: Embedder,
     for index, skill in enumerate(skills):
         overlap = len(set(graph.skills[skill].tools) & set(named_tools))
         scores[index] += TOOL_BONUS * overlap
-    order = np.argsort(-scores, kind="stable")
-    nearest = tuple(Match(id=skills[i], score=round(float(scores[i]), 3)) for i in order[:5])
+    order = (-scores).argsort(kind="stable")
+    nearest = tuple(GraphMatch(id=skills[i], score=round(float(scores[i]), 3)) for i in order[:5])
     best = float(scores[order[0]])
     if best < MIN_SKILL_SCORE:
         close = ", ".join(f"{m.id} ({m.score:.2f})" for m in nearest)
@@ -109,8 +112,8 @@ def understand(text: str, graph: SkillGraph, embedder: Embedder,
                       f"{MIN_SKILL_SCORE}); nearest skills: {close}", field="request",
                       fix="name what the agent must do with files, logs, CSV/JSON, archives, "
                           "checksums, SQLite, git, permissions, cron or config files "
-                          "(`taskloom graph stats` lists the skills)")
-    matched = tuple(Match(id=skills[i], score=round(float(scores[i]), 3))
+                          "(`taskloom graph list skills` lists them)")
+    matched = tuple(GraphMatch(id=skills[i], score=round(float(scores[i]), 3))
                     for i in order[:MAX_SKILLS] if scores[i] >= best - SKILL_MARGIN)
     scenario = _scenario(text, graph, embedder, matched[0].id)
     return Request(text=text, skills=matched, scenario=scenario, nearest=nearest,
@@ -135,7 +138,7 @@ def _skill_vectors(graph: SkillGraph, skills: list[str], embedder: Embedder) -> 
     return _CACHE[key]
 
 
-def _scenario(text: str, graph: SkillGraph, embedder: Embedder, skill: str) -> Match:
+def _scenario(text: str, graph: SkillGraph, embedder: Embedder, skill: str) -> GraphMatch:
     candidates = graph.scenarios_of(skill)
     texts = tuple(f"{graph.scenarios[s].title}: {graph.scenarios[s].description} "
                   f"({graph.scenarios[s].domain})" for s in candidates)
@@ -143,8 +146,8 @@ def _scenario(text: str, graph: SkillGraph, embedder: Embedder, skill: str) -> M
     if key not in _CACHE:
         _CACHE[key] = embedder.embed(list(texts))
     scores = _CACHE[key] @ embedder.embed([text])[0]
-    best = int(np.argmax(scores))
-    return Match(id=candidates[best], score=round(float(scores[best]), 3))
+    best = int(scores.argmax())
+    return GraphMatch(id=candidates[best], score=round(float(scores[best]), 3))
 
 
 def _difficulty(lowered: str) -> dict[str, int]:

@@ -23,7 +23,9 @@ from taskloom.generators.protocols import Difficulty
 from taskloom.harbor import harbor_digest, pack, read_files
 from taskloom.metrics.shell import action_complexity
 from taskloom.models import Frozen, Task, TaskFile
-from taskloom.outputs.run import RunData, RunTask
+from taskloom.outputs.run import RunData
+from taskloom.pipeline.records import RunTask
+from taskloom.pipeline.store import RunDirectory
 
 ROW_SCHEMA_VERSION = "1"
 
@@ -94,17 +96,14 @@ class TaskRow(Frozen):
 def task_rows(data: RunData) -> Iterator[TaskRow]:
     """The rows of a run's exported tasks, in item order (folders read byte for byte)."""
     from taskloom.harbor import read_task_folder
-    from taskloom.pipeline.runner import STORE_NAME
-    from taskloom.pipeline.store import RunStore
 
-    with RunStore(data.root / STORE_NAME, read_only=True) as store:
-        rows = store.query('SELECT item, round, "check", passed, reason, details, seconds '
-                           "FROM verdicts ORDER BY item, round, rowid")
+    with RunDirectory(data.root).open(read_only=True) as store:
+        stored = store.verdicts()
     verdicts: dict[tuple[int, int], list[VerdictSummary]] = defaultdict(list)
-    for item, round_, check, passed, reason, details, seconds in rows:
-        verdicts[(item, round_)].append(VerdictSummary(
-            check=check, passed=passed, reason=reason, details=details or "",
-            seconds=seconds or 0.0))
+    for verdict in stored:
+        verdicts[(verdict.item, verdict.round)].append(VerdictSummary(
+            check=verdict.check, passed=verdict.passed, reason=verdict.reason,
+            details=verdict.details, seconds=verdict.seconds))
     for task in data.tasks:
         yield task_row(data, task, read_task_folder(task.folder),
                        tuple(verdicts.get((task.item, task.round), ())))

@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING
 from taskloom.config import DiversityConfig
 from taskloom.embedding import TEXT_VERSION, Embedder, embedding_text
 from taskloom.generators.protocols import Draft
-from taskloom.models import Check, ReasonCode, Task, Verdict
+from taskloom.models import ReasonCode, Task, Verdict
 from taskloom.pipeline.stages import draft_fingerprint
 from taskloom.pipeline.store import RunStore
-from taskloom.validators.near_duplicates import Match, NearDuplicateIndex
+from taskloom.validators.near_duplicates import NearDuplicateIndex, NeighbourMatch
 
 if TYPE_CHECKING:
     import numpy as np
@@ -110,8 +110,8 @@ class CorpusFilter:
         if fingerprint in self.stored:  # each is needed once: the index keeps kept ones
             return self.stored.pop(fingerprint)
         vector = self._embedder().embed([embedding_text(task)])[0]
-        with self.store.transaction() as db:
-            self.store.put_embedding(db, fingerprint, self.config.model, TEXT_VERSION,
+        with self.store.transaction():
+            self.store.put_embedding(fingerprint, self.config.model, TEXT_VERSION,
                                      vector.tolist())
         return vector
 
@@ -131,9 +131,9 @@ class CorpusFilter:
         missing = [i for i, v in enumerate(vectors) if v is None]
         if missing:
             computed = self._embedder().embed([embedding_text(tasks[i][1]) for i in missing])
-            with self.store.transaction() as db:
+            with self.store.transaction():
                 for i, vector in zip(missing, computed, strict=True):
-                    self.store.put_embedding(db, fingerprints[i], self.config.model,
+                    self.store.put_embedding(fingerprints[i], self.config.model,
                                              TEXT_VERSION, vector.tolist())
                     # Also what a generated task with the same content reuses, as on resume.
                     self.stored[fingerprints[i]] = vectors[i] = vector
@@ -150,10 +150,10 @@ class CorpusFilter:
 
 
 def _duplicate(details: str, log: str) -> Verdict:
-    return Verdict(check=Check.DUPLICATE, passed=False, reason=ReasonCode.DUPLICATE,
+    return Verdict(check="duplicate", passed=False, reason=ReasonCode.DUPLICATE,
                    details=details, log=log)
 
 
-def _log(match: Match, threshold: float, text: str) -> str:
+def _log(match: NeighbourMatch, threshold: float, text: str) -> str:
     return (f"most similar: {match.label}\ncosine similarity: {match.similarity:.6f}\n"
             f"threshold: {threshold}\n--- embedded text of this task (start) ---\n{text}")

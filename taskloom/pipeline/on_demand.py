@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import Field
@@ -43,6 +44,33 @@ class MakeResult(Frozen):
                                      description="Named paths/files/numbers the task uses.")
     seconds: float = Field(description="Wall-clock seconds, request to verified task.")
 
+
+def make_task(text: str, *, count: int = 3, difficulty: str | dict[str, int] | None = None,
+              out: Path | None = None, runtime: str = "docker", seed: int = 0,
+              status: Callable[[str], None] = lambda step: None) -> MakeResult:
+    """One verified task for a request in words, with everything it needs opened here.
+
+    The shipped skill graph, the default embedding model and a sandbox runtime (closed when
+    done). `status` is told each step as it starts (the CLI shows a spinner).
+
+    Raises:
+        NoMatch: The request matches no skill (the message names the nearest ones).
+        NoVerifiedTask: No candidate passed validation (with the reasons).
+        InputError: A difficulty that cannot be read.
+    """
+    from taskloom.embedding import load_embedder
+    from taskloom.generators.backends import skill_graph
+    from taskloom.generators.request import difficulty_from_option
+    from taskloom.sandbox.runtime import open_runtime
+
+    levels = difficulty_from_option(difficulty) if isinstance(difficulty, str) or \
+        difficulty is None else dict(difficulty)
+    status("understanding the request")
+    embedder = load_embedder()
+    with open_runtime(runtime) as sandbox:
+        status(f"generating and validating {count} candidates")
+        return make(text, graph=skill_graph(()), embedder=embedder, runtime=sandbox,
+                    count=count, difficulty=levels, out=out, seed=seed)
 
 
 def candidate_blueprints(request: Request, graph: SkillGraph, planner: ProceduralPlanner, *,

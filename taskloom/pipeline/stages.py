@@ -1,22 +1,22 @@
-"""Stage functions and their content fingerprints.
+"""The stage functions (what workers run) and their content keys.
 
 Each stage is a plain, importable function of picklable arguments, so the same code runs
-on a local thread or as a Ray task. Each has a version; a result is keyed by
-`fingerprint(stage, version, input fingerprint, stage config)`, so bumping a version or
-changing a stage's config re-runs that stage and, because its output changes, every stage
-after it, while unchanged work is reused from the store.
+on a local thread or as a Ray task, and every one returns a `StageOutcome`: ok with a
+value, rejected (no usable value: the item ends there), or error (the infrastructure
+failed: the stage reruns on resume), with every model exchange it made and its usage.
 
 ```
-plan(config, item, coverage=) -> Blueprint           (coverage: the steering snapshot)
-generate(config, blueprint)   -> Draft               (NoDraft = rejected item)
-validate(config, draft)       -> TaskReport
-refine(config, draft, report) -> Draft               (then validate again, <= R rounds)
+plan(config, item, replay, coverage=) -> outcome of a Blueprint   (coverage: steering)
+generate(config, blueprint, replay)   -> outcome of a Draft
+validate(config, draft, replay)       -> outcome of a TaskReport
+refine(config, draft, report, replay) -> outcome of a Draft        (then validate again)
 ```
 
-A stage that asks a model (`uses_llm`) takes one more argument, the item's cached
-exchanges (request hash -> Exchange), and returns a `Recorded`: its value or failure plus
-every exchange it made, which the driver writes to the store's `llm_cache` table. The
-model settings and prompt fingerprints are part of those stages' keys.
+A stage that asks a model (`asks_model`) gets the item's cached exchanges (request hash ->
+Exchange) as `replay` and answers from them first, so a resumed run never pays twice. Each
+stage has a version; a result is keyed by `fingerprint(stage, version, input fingerprint,
+stage config)`, so bumping a version or changing a stage's config re-runs that stage and,
+because its output changes, every stage after it, while unchanged work is reused.
 """
 
 from __future__ import annotations
@@ -24,18 +24,53 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
+from functools import lru_cache
+
+from pydantic import Field
 
 from taskloom.config import RunConfig
+from taskloom.errors import InfrastructureError, NoDraft
 from taskloom.generators.backends import backend_for, skill_graph
+from taskloom.generators.llm.exchange import Exchange
 from taskloom.generators.protocols import Blueprint, Draft
-from taskloom.models import TaskReport
+from taskloom.models import Frozen, TaskReport, Usage
+from taskloom.pipeline.records import Stage
 from taskloom.skill_graph.steering import CoverageSnapshot
 
 PLAN_VERSION = "1"
 VALIDATE_VERSION = "1"
 REFINE_VERSION = "1"
+LLM_STAGES = {"llm": (Stage.PLAN, Stage.GENERATE, Stage.REFINE),
+              "hybrid": (Stage.GENERATE, Stage.REFINE)}
 
+
+class Outcome(StrEnum):
+    """How a stage ended for an item."""
+
+    OK = "ok"
+    REJECTED = "rejected"  # no usable value: the item ends at this stage
+    ERROR = "error"        # the infrastructure failed: retried on resume
+
+
+class StageOutcome(Frozen):
+    """What one stage function returns, procedural and LLM alike."""
+
+    stage: Stage = Field(description="Which stage ran.")
+    status: Outcome = Field(description="ok, rejected or error.")
+    value: Blueprint | Draft | TaskReport | None = Field(
+        default=None, description="The stage's result when ok.")
+    reason: str = Field(default="", description="Why it was rejected or failed (the stage's "
+                                                "own message, without the stage's name).")
+    fix: str | None = Field(default=None, description="How to fix an infrastructure error.")
+    exchanges: tuple[Exchange, ...] = Field(default=(),
+                                            description="Every model exchange it made.")
+    usage: Usage = Field(default_factory=Usage, description="Model usage behind it.")
+
+
+# -- keys ------------------------------------------------------------------------------------
 
 def fingerprint(*parts: object) -> str:
     """sha256 of the JSON form of the parts."""
@@ -43,9 +78,10 @@ def fingerprint(*parts: object) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def graph_fingerprint(config: RunConfig) -> str:
-    """Fingerprint of the merged skill graph the run plans on."""
-    return fingerprint(skill_graph(config.graph).data.model_dump(mode="json"))
+@lru_cache(maxsize=8)
+def graph_fingerprint(files: tuple[str, ...]) -> str:
+    """Fingerprint of the merged skill graph a run plans on (computed once per process)."""
+    return fingerprint(skill_graph(files).data.model_dump(mode="json"))
 
 
 @dataclass(frozen=True)
@@ -59,14 +95,14 @@ class StageKeys:
         settings = {"seed": self.config.seed, "difficulty": self.config.difficulty.model_dump(),
                     "scenario": self.config.scenario, "skills": self.config.skills,
                     "backend": self.config.backend}
-        if uses_llm(self.config, "plan"):
+        if asks_model(self.config, Stage.PLAN):
             settings["llm"] = llm_fingerprint(self.config, "planner")
         steered = () if coverage is None else (
             {"strength": self.config.diversity.steering_strength,
              "candidates": self.config.diversity.steering_candidates,
              "coverage": coverage.model_dump(mode="json")},)
-        return fingerprint("plan", PLAN_VERSION, item, settings, graph_fingerprint(self.config),
-                           *steered)
+        return fingerprint("plan", PLAN_VERSION, item, settings,
+                           graph_fingerprint(self.config.graph), *steered)
 
     def generate(self, blueprint: Blueprint) -> str:
         """Key of a generation: the blueprint and the generator's version."""
@@ -75,7 +111,8 @@ class StageKeys:
 
     def validate(self, draft: Draft) -> str:
         """Key of a validation: the task's fingerprint, validation settings and runtime."""
-        judge = llm_fingerprint(self.config, "judge") if self.config.llm.judge else None
+        judge = llm_fingerprint(self.config, "judge") \
+            if asks_model(self.config, Stage.VALIDATE) else None
         return fingerprint("validate", VALIDATE_VERSION, draft_fingerprint(draft),
                            self.config.validation.model_dump(mode="json"), self.config.runtime,
                            *([judge] if judge else []))
@@ -107,14 +144,19 @@ def generator_version(config: RunConfig) -> str:
     return f"llm/1+{llm_fingerprint(config, 'generator', 'refiner')[:16]}"
 
 
-LLM_STAGES = {"llm": ("plan", "generate", "refine"), "hybrid": ("generate", "refine")}
-
-
-def uses_llm(config: RunConfig, stage: str) -> bool:
+def asks_model(config: RunConfig, stage: Stage) -> bool:
     """True when `stage` of this run asks a model (so it records exchanges)."""
-    if stage == "validate":
-        return config.llm.judge
+    if stage is Stage.VALIDATE:
+        from taskloom.validators.registry import select
+
+        return any(v.needs_model for v in select(config.validation.checks))
     return stage in LLM_STAGES.get(config.backend, ())
+
+
+def run_asks_model(config: RunConfig) -> bool:
+    """True when some stage of this run asks a model."""
+    return any(asks_model(config, stage) for stage in
+               (Stage.PLAN, Stage.GENERATE, Stage.VALIDATE, Stage.REFINE))
 
 
 def llm_fingerprint(config: RunConfig, *prompts: str) -> str:
@@ -124,57 +166,64 @@ def llm_fingerprint(config: RunConfig, *prompts: str) -> str:
     return fingerprint(config.llm.output_settings(), prompts_fingerprint(*prompts))
 
 
-# -- the stage functions (run on workers) -------------------------------------------------
+# -- the stage functions (run on workers) -----------------------------------------------------
 
 def plan(config: RunConfig, item: int, replay: dict | None = None, *,
-         coverage: CoverageSnapshot | None = None):
-    """The blueprint of one item (a `Recorded` one when a model plans), steered by coverage."""
-    if uses_llm(config, "plan"):
-        return _recorded(config, replay,
-                         lambda chat: backend_for(config, chat)[0].plan(item, coverage))
-    planner, _, _ = backend_for(config)
-    return planner.plan(item, coverage)
+         coverage: CoverageSnapshot | None = None) -> StageOutcome:
+    """The blueprint of one item, steered by coverage."""
+    return _outcome(Stage.PLAN, config, replay,
+                    lambda chat: backend_for(config, chat).planner.plan(item, coverage))
 
 
-def generate(config: RunConfig, blueprint: Blueprint, replay: dict | None = None):
-    """A draft for a blueprint (raises NoDraft when none can be made)."""
-    if uses_llm(config, "generate"):
-        return _recorded(config, replay,
-                         lambda chat: backend_for(config, chat)[1].generate(blueprint))
-    _, generator, _ = backend_for(config)
-    return generator.generate(blueprint)
+def generate(config: RunConfig, blueprint: Blueprint,
+             replay: dict | None = None) -> StageOutcome:
+    """A draft for a blueprint (rejected when none can be made)."""
+    return _outcome(Stage.GENERATE, config, replay,
+                    lambda chat: backend_for(config, chat).generator.generate(blueprint))
 
 
-def refine(config: RunConfig, draft: Draft, report: TaskReport, replay: dict | None = None):
+def validate(config: RunConfig, draft: Draft, replay: dict | None = None) -> StageOutcome:
+    """The full validation protocol on a draft, in this process's sandbox runtime."""
+    from taskloom.validators.engine import validate_task
+
+    runtime = process_runtime(config.runtime)
+    return _outcome(Stage.VALIDATE, config, replay, lambda chat: validate_task(
+        draft.task, runtime, config.validation, expected_values=draft.expected_values,
+        chat=chat))
+
+
+def refine(config: RunConfig, draft: Draft, report: TaskReport,
+           replay: dict | None = None) -> StageOutcome:
     """A repaired draft from the failing verdicts."""
-    if uses_llm(config, "refine"):
-        return _recorded(config, replay, lambda chat: backend_for(config, chat)[2].refine(
-            draft, report.verdicts))
-    _, _, refiner = backend_for(config)
-    return refiner.refine(draft, report.verdicts)
+    return _outcome(Stage.REFINE, config, replay, lambda chat: backend_for(
+        config, chat).refiner.refine(draft, report.verdicts))
 
 
-def _recorded(config: RunConfig, replay: dict | None, work):
-    """Run `work(session)` and return its outcome with every exchange it made."""
-    from taskloom.errors import InfrastructureError, NoDraft
-    from taskloom.generators.llm.client import Session, transport_for
-    from taskloom.generators.llm.exchange import Recorded
-
+def _outcome(stage: Stage, config: RunConfig, replay: dict | None,
+             work: Callable[[object], Blueprint | Draft | TaskReport]) -> StageOutcome:
+    """Run `work(chat)` (chat: the stage's recording session, or None) as an outcome."""
     session = None
     try:
-        session = Session(transport_for(config.llm), config.llm.output_settings(), replay)
+        if asks_model(config, stage):
+            from taskloom.generators.llm.client import Session, transport_for
+
+            session = Session(transport_for(config.llm), config.llm.output_settings(), replay)
         value = work(session)
     except NoDraft as exc:
-        failure, reason, fix = "rejected", str(exc), None
-    except (InfrastructureError, OSError) as exc:
-        failure, reason, fix = "error", str(exc), getattr(exc, "fix", None)
+        status, reason, fix, value = Outcome.REJECTED, str(exc), None, None
+    except (InfrastructureError, OSError) as exc:  # OSError: a disk or pipe of the host
+        status, reason, fix, value = Outcome.ERROR, str(exc), getattr(exc, "fix", None), None
     else:
-        return Recorded(value=value.model_copy(update={"usage": session.usage}),
-                        exchanges=tuple(session.exchanges), usage=session.usage)
-    if session is None:
-        return Recorded(failure=failure, reason=reason, fix=fix)
-    return Recorded(failure=failure, reason=reason, fix=fix,
-                    exchanges=tuple(session.exchanges), usage=session.usage)
+        status, reason, fix = Outcome.OK, "", None
+    exchanges = tuple(session.exchanges) if session is not None else ()
+    if session is not None:
+        usage = session.usage
+        if value is not None:
+            value = value.model_copy(update={"usage": usage})
+    else:
+        usage = value.usage if value is not None else Usage()
+    return StageOutcome(stage=stage, status=status, value=value, reason=reason, fix=fix,
+                        exchanges=exchanges, usage=usage)
 
 
 _RUNTIMES: dict[str, object] = {}
@@ -198,18 +247,3 @@ def close_runtimes() -> None:
         _RUNTIMES.clear()
     for runtime in runtimes:
         runtime.close()
-
-
-def validate(config: RunConfig, draft: Draft, replay: dict | None = None):
-    """The full validation protocol on a draft, in this process's sandbox runtime."""
-    from taskloom.validators.engine import validate_task
-
-    runtime = process_runtime(config.runtime)
-    if not uses_llm(config, "validate"):
-        return validate_task(draft.task, runtime, config.validation,
-                             expected_values=draft.expected_values)
-    from taskloom.validators.judge import LLMJudge
-
-    return _recorded(config, replay, lambda chat: validate_task(
-        draft.task, runtime, config.validation, expected_values=draft.expected_values,
-        judge=LLMJudge(chat)))

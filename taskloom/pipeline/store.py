@@ -1,6 +1,11 @@
-"""The run store: one DuckDB file per run (and its payload file), written only by the driver.
+"""A run directory and its store: one DuckDB file per run (and its payload file).
 
-Tables (plain SQL; see the README for example queries):
+`RunDirectory` knows a run folder's files; `RunStore` is the only code that reads or writes
+the tables: the runner writes (only the driver, one thread), everyone reads through typed
+methods returning the frozen rows of `taskloom.pipeline.records`. `query` is the door for
+a user's own SQL (see the README), not for taskloom's code.
+
+Tables:
 
 - `run`        one row: id, created, config (JSON), status, counts.
 - `results`    every stage result, keyed by its content fingerprint
@@ -11,8 +16,9 @@ Tables (plain SQL; see the README for example queries):
                `payload_at` (offset) and `payload_bytes` (see `PayloadFile`).
                A resumed run looks results up by key, so a stage whose version, input or
                config changed runs again, and so does everything after it.
-- `items`      the current state of each item: stage reached, final status, reason,
-               task id and fingerprint, round accepted in.
+- `items`      the current state of each item: the stage it reached (or failed at), its
+               final status, why (the stage's own message, without the stage name), task
+               id and fingerprint, rounds.
 - `verdicts`   one row per check of every validation (item, round, check, passed, reason,
                details, log excerpt).
 - `tasks`      exported tasks: item, task id, folder, fingerprint, skills, scenario.
@@ -30,16 +36,33 @@ Tables (plain SQL; see the README for example queries):
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
-import zlib
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from taskloom.errors import StoreError
+from taskloom.models import Verdict
+from taskloom.pipeline.payloads import PAYLOAD_INLINE_BYTES, PayloadFile
+from taskloom.pipeline.records import (
+    FunnelRow,
+    ItemRecord,
+    RunInfo,
+    RunTask,
+    Stage,
+    StageCost,
+    StoredResult,
+    StoredVerdict,
+)
 
-SCHEMA_VERSION = 2
+if TYPE_CHECKING:
+    from taskloom.generators.llm.exchange import Exchange
+
+# 3: items.reason holds the stage's message alone (the stage is its own column).
+SCHEMA_VERSION = 3
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS run (
     id VARCHAR PRIMARY KEY, created DOUBLE, schema_version INTEGER, config JSON,
@@ -49,8 +72,6 @@ CREATE TABLE IF NOT EXISTS results (
     round INTEGER, status VARCHAR, reason VARCHAR, payload JSON, seconds DOUBLE,
     tokens_in BIGINT, tokens_out BIGINT, cost_usd DOUBLE, created DOUBLE, payload_at BIGINT,
     payload_bytes INTEGER);
-ALTER TABLE results ADD COLUMN IF NOT EXISTS payload_at BIGINT;
-ALTER TABLE results ADD COLUMN IF NOT EXISTS payload_bytes INTEGER;
 CREATE TABLE IF NOT EXISTS items (
     item INTEGER PRIMARY KEY, stage VARCHAR, status VARCHAR, reason VARCHAR,
     task_id VARCHAR, fingerprint VARCHAR, scenario VARCHAR, skills JSON,
@@ -74,78 +95,52 @@ CREATE TABLE IF NOT EXISTS embeddings (
     fingerprint VARCHAR, model VARCHAR, recipe VARCHAR, dimensions INTEGER, vector FLOAT[],
     created DOUBLE, PRIMARY KEY (fingerprint, model, recipe));
 """
-
-
-# Payloads over 4 KB (drafts, with their files) live compressed in the payload file, not in
-# DuckDB: it keeps strings that long in overflow blocks, and its checkpoints rewrote them
-# again and again as the store grew, so peak memory grew with the run.
-# `benchmarks/pipeline_memory.py --small 100 --large 2000`: 326 vs 1,588 MiB with drafts
-# inline, 193 vs 254 MiB with those over 64 KB compressed inline, 172 vs 223 MiB with this
-# (146 vs 173 MiB once large buffers also stayed out of the heap: pipeline/allocator.py).
-PAYLOAD_INLINE_BYTES = 4096
-PAYLOADS_SUFFIX = ".payloads"
 RESULT_COLUMNS = ("key", "stage", "stage_version", "item", "round", "status", "reason",
                   "payload", "seconds", "tokens_in", "tokens_out", "cost_usd", "created",
                   "payload_at", "payload_bytes")
-ITEM_COLUMNS = ("stage", "status", "reason", "task_id", "fingerprint", "scenario", "skills",
-                "difficulty", "rounds")
+_JSON_ITEM_COLUMNS = frozenset({"skills", "difficulty"})
+_UNSET: Any = object()  # an item column a write leaves as it is
 
 
+@dataclass(frozen=True)
+class RunDirectory:
+    """A run's folder: `run.duckdb`, `run.payloads` beside it, and `tasks/`."""
 
-_ENCODE_SLICE = 1 << 18  # characters of a payload encoded and compressed at a time
+    root: Path
 
+    STORE_FILE = "run.duckdb"
+    TASKS_FOLDER = "tasks"
 
-class PayloadFile:
-    """Append-only zlib-compressed payloads; the store keeps each one's offset and length.
+    @property
+    def store_path(self) -> Path:
+        """The DuckDB file."""
+        return self.root / self.STORE_FILE
 
-    Bytes are appended before their row commits: a killed run leaves at most unreferenced
-    bytes at the end. A row whose bytes are missing or damaged (the machine lost power
-    before the OS wrote them) reads as absent, so its stage simply runs again.
-    """
+    @property
+    def tasks(self) -> Path:
+        """Where exported Harbor task folders go."""
+        return self.root / self.TASKS_FOLDER
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._append_fd: int | None = None
-        self._read_fd: int | None = None
+    def exists(self) -> bool:
+        """True when a run store is here."""
+        return self.store_path.exists()
 
-    def append(self, payload: str) -> tuple[int, int]:
-        """Store a payload; its (offset, length) in the file."""
-        compressor = zlib.compressobj(6)
-        # Encoded a slice at a time: a multi-MB draft is not held a second time as bytes.
-        packed = b"".join(compressor.compress(payload[start:start + _ENCODE_SLICE].encode())
-                          for start in range(0, len(payload), _ENCODE_SLICE))
-        packed += compressor.flush()
-        if self._append_fd is None:
-            self._append_fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        at = os.fstat(self._append_fd).st_size
-        os.write(self._append_fd, packed)
-        return at, len(packed)
+    def open(self, *, read_only: bool = False) -> RunStore:
+        """The run's store (read-only: it must exist)."""
+        return RunStore(self.store_path, read_only=read_only)
 
-    def read(self, at: int, size: int) -> str | None:
-        """The payload at `at`, or None when its bytes are missing or damaged."""
-        if self._read_fd is None:
-            try:
-                self._read_fd = os.open(self.path, os.O_RDONLY)
-            except FileNotFoundError:
-                return None
-        packed = os.pread(self._read_fd, size, at)
-        try:
-            return zlib.decompress(packed).decode() if len(packed) == size else None
-        except zlib.error:
-            return None
-
-    def close(self) -> None:
-        """Close the file."""
-        for fd in (self._append_fd, self._read_fd):
-            if fd is not None:
-                os.close(fd)
-        self._append_fd = self._read_fd = None
+    @classmethod
+    def below(cls, root: Path) -> list[RunDirectory]:
+        """Every run directory under `root` (itself included), sorted by path."""
+        if not root.is_dir():
+            return []
+        return [cls(path.parent) for path in sorted(root.glob(f"**/{cls.STORE_FILE}"))]
 
 
 class RunStore:
     """A run's DuckDB file and its payload file.
 
-    Use from one thread (the driver); every write commits.
+    Use from one thread (the driver); every write commits (group them in `transaction`).
     """
 
     def __init__(self, path: Path, *, read_only: bool = False) -> None:
@@ -164,9 +159,14 @@ class RunStore:
                                  "it or pass another --out") from exc
         if not read_only:
             self.db.execute(SCHEMA)
-        self.payloads = PayloadFile(self.path.with_suffix(PAYLOADS_SUFFIX))
+        self.payloads = PayloadFile(self.path.with_suffix(".payloads"))
         self._lock = threading.RLock()
         self._depth = 0  # open transaction() blocks of the thread holding the lock
+
+    @property
+    def root(self) -> Path:
+        """The run directory."""
+        return self.path.parent
 
     def close(self) -> None:
         """Close the database and payload files."""
@@ -180,7 +180,7 @@ class RunStore:
         self.close()
 
     @contextmanager
-    def transaction(self):
+    def transaction(self) -> Iterator[None]:
         """Group writes so a killed process leaves either all or none of them.
 
         Nested blocks join the outermost one: it alone commits (or rolls back).
@@ -189,14 +189,14 @@ class RunStore:
             if self._depth:
                 self._depth += 1
                 try:
-                    yield self.db
+                    yield
                 finally:
                     self._depth -= 1
                 return
             self.db.execute("BEGIN TRANSACTION")
             self._depth = 1
             try:
-                yield self.db
+                yield
             except BaseException:
                 self.db.execute("ROLLBACK")
                 raise
@@ -204,43 +204,65 @@ class RunStore:
                 self._depth = 0
             self.db.execute("COMMIT")
 
-    # -- run ------------------------------------------------------------------------------
+    def query(self, sql: str, params: list | None = None) -> list[tuple]:
+        """Run a user's read-only SQL and return all rows (taskloom's code never does)."""
+        return self.db.execute(sql, params or []).fetchall()
 
-    def run_row(self) -> dict | None:
+    # -- the run ---------------------------------------------------------------------------
+
+    def run(self) -> RunInfo | None:
         """The run's row, or None for a new store."""
-        row = self.db.execute("SELECT id, created, config, status, target, seed, backend "
-                              "FROM run").fetchone()
+        row = self.db.execute("SELECT id, created, status, target, seed, backend, "
+                              "taskloom_version, config FROM run").fetchone()
         if row is None:
             return None
-        keys = ("id", "created", "config", "status", "target", "seed", "backend")
-        data = dict(zip(keys, row, strict=True))
-        data["config"] = json.loads(data["config"])
-        return data
+        run_id, created, status, target, seed, backend, version, config = row
+        return RunInfo(id=run_id, created=created, status=status, target=target, seed=seed,
+                       backend=backend, taskloom_version=version or "",
+                       config=json.loads(config))
 
     def start_run(self, run_id: str, config: dict, *, target: int, seed: int, backend: str,
                   version: str) -> None:
-        """Create the run row (new run) or mark a resumed one as running."""
-        with self.transaction() as db:
-            if db.execute("SELECT count(*) FROM run").fetchone()[0]:
-                db.execute("UPDATE run SET status = 'running', config = ?",
-                           [json.dumps(config)])
-                db.execute("INSERT INTO events VALUES (?, 'resumed', '')", [time.time()])
+        """Create the run row (new run) or mark a resumed one as running.
+
+        Raises:
+            StoreError: The store was written by a taskloom whose tables mean other things.
+        """
+        with self.transaction():
+            found = self.db.execute("SELECT schema_version FROM run").fetchone()
+            if found is not None and found[0] != SCHEMA_VERSION:
+                raise StoreError(f"the run store has schema {found[0]}; this taskloom "
+                                 f"writes schema {SCHEMA_VERSION}", path=self.path,
+                                 fix="start the run again in a new --out (export the old "
+                                     "run first if you need its tasks)")
+            if found is not None:
+                self.db.execute("UPDATE run SET status = 'running', config = ?",
+                                [json.dumps(config)])
+                self._event("resumed")
             else:
-                db.execute("INSERT INTO run VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?)",
-                           [run_id, time.time(), SCHEMA_VERSION, json.dumps(config), target,
-                            seed, backend, version])
-                db.execute("INSERT INTO events VALUES (?, 'started', '')", [time.time()])
+                self.db.execute("INSERT INTO run VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?)",
+                                [run_id, time.time(), SCHEMA_VERSION, json.dumps(config),
+                                 target, seed, backend, version])
+                self._event("started")
 
     def set_status(self, status: str, detail: str = "") -> None:
         """Record the run's status (finished, interrupted, failed) as an event too."""
-        with self.transaction() as db:
-            db.execute("UPDATE run SET status = ?", [status])
-            db.execute("INSERT INTO events VALUES (?, ?, ?)", [time.time(), status, detail])
+        with self.transaction():
+            self.db.execute("UPDATE run SET status = ?", [status])
+            self._event(status, detail)
+
+    def _event(self, event: str, detail: str = "") -> None:
+        self.db.execute("INSERT INTO events VALUES (?, ?, ?)", [time.time(), event, detail])
+
+    def events(self) -> list[str]:
+        """The run's history: started, resumed, interrupted, finished..., oldest first."""
+        return [event for (event,) in self.db.execute(
+            "SELECT event FROM events ORDER BY happened").fetchall()]
 
     # -- stage results ---------------------------------------------------------------------
 
-    def result(self, key: str) -> dict | None:
-        """A stored stage result by key: status, reason, payload (parsed), seconds."""
+    def result(self, key: str) -> StoredResult | None:
+        """A stored stage result by key (None if absent or its payload bytes are lost)."""
         row = self.db.execute("SELECT status, reason, payload, seconds, tokens_in, "
                               "tokens_out, cost_usd, payload_at, payload_bytes FROM results "
                               "WHERE key = ?", [key]).fetchone()
@@ -251,82 +273,178 @@ class RunStore:
             payload = self.payloads.read(at, size)
             if payload is None:
                 return None
-        return {"status": status, "reason": reason,
-                "payload": json.loads(payload) if payload else None, "seconds": seconds,
-                "tokens_in": tokens_in, "tokens_out": tokens_out, "cost_usd": cost}
+        return StoredResult(status=status, reason=reason,
+                            payload=json.loads(payload) if payload else None,
+                            seconds=seconds or 0.0, tokens_in=tokens_in or 0,
+                            tokens_out=tokens_out or 0, cost_usd=cost or 0.0)
 
-    def put_result(self, db, *, key: str, stage: str, version: str, item: int, round_: int,
+    def put_result(self, *, key: str, stage: str, version: str, item: int, round_: int,
                    status: str, reason: str | None, payload: str | None, seconds: float,
                    tokens_in: int = 0, tokens_out: int = 0, cost_usd: float = 0.0) -> None:
-        """Store one stage result (inside a transaction)."""
+        """Store one stage result."""
         at = size = None
         if payload is not None and len(payload) > PAYLOAD_INLINE_BYTES:
             (at, size), payload = self.payloads.append(payload), None
-        db.execute(f"INSERT OR REPLACE INTO results ({', '.join(RESULT_COLUMNS)}) VALUES "
-                   f"({', '.join('?' * len(RESULT_COLUMNS))})",
-                   [key, stage, version, item, round_, status, reason, payload, seconds,
-                    tokens_in, tokens_out, cost_usd, time.time(), at, size])
+        self.db.execute(f"INSERT OR REPLACE INTO results ({', '.join(RESULT_COLUMNS)}) "
+                        f"VALUES ({', '.join('?' * len(RESULT_COLUMNS))})",
+                        [key, stage, version, item, round_, status, reason, payload, seconds,
+                         tokens_in, tokens_out, cost_usd, time.time(), at, size])
 
-    def put_item(self, db, item: int, **values) -> None:
-        """Insert or update an item's state (inside a transaction)."""
-        unknown = set(values) - set(ITEM_COLUMNS)
-        if unknown:
-            raise ValueError(f"items has no column {sorted(unknown)[0]!r}")
-        row = {name: json.dumps(value) if name in ("skills", "difficulty") else value
-               for name, value in values.items()}
+    # -- items and verdicts ----------------------------------------------------------------
+
+    def put_item(self, item: int, *, stage: str | None = _UNSET, status: str | None = _UNSET,
+                 reason: str | None = _UNSET, task_id: str | None = _UNSET,
+                 fingerprint: str | None = _UNSET, scenario: str | None = _UNSET,
+                 skills: list[str] | None = _UNSET, difficulty: dict | None = _UNSET,
+                 rounds: int | None = _UNSET) -> None:
+        """Insert or update an item's state; columns not given keep their value."""
+        given = {"stage": stage, "status": status, "reason": reason, "task_id": task_id,
+                 "fingerprint": fingerprint, "scenario": scenario, "skills": skills,
+                 "difficulty": difficulty, "rounds": rounds}
+        row = {name: json.dumps(value) if name in _JSON_ITEM_COLUMNS else value
+               for name, value in given.items() if value is not _UNSET}
         row["updated"] = time.time()
         # An UPDATE, not INSERT OR REPLACE: DuckDB replaces a keyed row at twice the cost.
         assignments = ", ".join(f"{name} = ?" for name in row)
-        if not db.execute(f"UPDATE items SET {assignments} WHERE item = ?",
-                          [*row.values(), item]).fetchone()[0]:
+        if not self.db.execute(f"UPDATE items SET {assignments} WHERE item = ?",
+                               [*row.values(), item]).fetchone()[0]:
             columns = ("item", *row)
-            db.execute(f"INSERT INTO items ({', '.join(columns)}) "
-                       f"VALUES ({', '.join('?' * len(columns))})", [item, *row.values()])
+            self.db.execute(f"INSERT INTO items ({', '.join(columns)}) "
+                            f"VALUES ({', '.join('?' * len(columns))})", [item, *row.values()])
 
-    def put_verdicts(self, db, item: int, round_: int, task_id: str, verdicts) -> None:
-        """Store the verdicts of one validation (inside a transaction)."""
-        db.execute("DELETE FROM verdicts WHERE item = ? AND round = ?", [item, round_])
-        self._insert_verdicts(db, item, round_, task_id, verdicts)
+    def items(self) -> tuple[ItemRecord, ...]:
+        """Every item's stage, status and reason, by item."""
+        rows = self.db.execute("SELECT item, stage, status, reason FROM items "
+                               "ORDER BY item").fetchall()
+        return tuple(ItemRecord(item=item, stage=stage, status=status, reason=reason)
+                     for item, stage, status, reason in rows)
 
-    def _insert_verdicts(self, db, item: int, round_: int, task_id: str, verdicts) -> None:
-        rows = [[item, round_, task_id, str(verdict.check), verdict.passed,
-                 str(verdict.reason) if verdict.reason else None, verdict.details,
-                 verdict.log[:4000], verdict.seconds] for verdict in verdicts]
+    def put_verdicts(self, item: int, round_: int, task_id: str,
+                     verdicts: Iterable[Verdict]) -> None:
+        """Store the verdicts of one validation (replacing that round's)."""
+        self.db.execute("DELETE FROM verdicts WHERE item = ? AND round = ?", [item, round_])
+        self._insert_verdicts(item, round_, task_id, verdicts)
+
+    def put_filter_verdict(self, item: int, round_: int, task_id: str,
+                           verdict: Verdict | None) -> None:
+        """Replace the corpus filter's verdict of an item (None clears it)."""
+        self.db.execute('DELETE FROM verdicts WHERE item = ? AND "check" = \'duplicate\'',
+                        [item])
+        if verdict is not None:
+            self._insert_verdicts(item, round_, task_id, [verdict])
+
+    def _insert_verdicts(self, item: int, round_: int, task_id: str,
+                         verdicts: Iterable[Verdict]) -> None:
+        rows = [[item, round_, task_id, verdict.check, verdict.passed, verdict.reason,
+                 verdict.details, verdict.log[:4000], verdict.seconds] for verdict in verdicts]
         if rows:  # one statement: DuckDB pays ~0.4 ms per statement, not per row
-            db.execute("INSERT INTO verdicts VALUES " +
-                       ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?)"] * len(rows)),
-                       [value for row in rows for value in row])
+            self.db.execute("INSERT INTO verdicts VALUES " +
+                            ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?)"] * len(rows)),
+                            [value for row in rows for value in row])
 
-    def put_task(self, db, *, item: int, task_id: str, folder: str, fingerprint: str,
+    def verdicts(self, *, failed_only: bool = False) -> tuple[StoredVerdict, ...]:
+        """Stored verdicts by item, round and check order (only failed ones, if asked)."""
+        where = "WHERE NOT passed " if failed_only else ""
+        rows = self.db.execute('SELECT item, round, task_id, "check", passed, reason, '
+                               f"details, log, seconds FROM verdicts {where}"
+                               "ORDER BY item, round, rowid").fetchall()
+        return tuple(StoredVerdict(item=i, round=r, task_id=t or "", check=c, passed=p,
+                                   reason=reason, details=d or "", log=log or "",
+                                   seconds=s or 0.0)
+                     for i, r, t, c, p, reason, d, log, s in rows)
+
+    def duplicate_items(self) -> set[int]:
+        """Items the corpus filter has a duplicate verdict for."""
+        return {item for (item,) in self.db.execute(
+            'SELECT DISTINCT item FROM verdicts WHERE "check" = \'duplicate\'').fetchall()}
+
+    # -- exported tasks --------------------------------------------------------------------
+
+    def put_task(self, *, item: int, task_id: str, folder: str, fingerprint: str,
                  scenario: str, skills: list[str], categories: list[str], difficulty: dict,
                  round_: int) -> None:
-        """Record an exported task (inside a transaction)."""
-        db.execute("INSERT OR REPLACE INTO tasks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                   [item, task_id, folder, fingerprint, scenario, json.dumps(skills),
-                    json.dumps(categories), json.dumps(difficulty), round_, time.time()])
+        """Record an exported task (`folder` relative to the run directory)."""
+        self.db.execute("INSERT OR REPLACE INTO tasks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        [item, task_id, folder, fingerprint, scenario, json.dumps(skills),
+                         json.dumps(categories), json.dumps(difficulty), round_, time.time()])
 
-    def drop_task(self, db, item: int) -> str | None:
-        """Forget an item's exported task (inside a transaction); its folder, if it had one."""
-        row = db.execute("SELECT folder FROM tasks WHERE item = ?", [item]).fetchone()
-        if row is None:
-            return None
-        db.execute("DELETE FROM tasks WHERE item = ?", [item])
-        return row[0]
+    def drop_task(self, item: int) -> None:
+        """Forget an item's exported task."""
+        self.db.execute("DELETE FROM tasks WHERE item = ?", [item])
 
-    def put_filter_verdict(self, db, item: int, round_: int, task_id: str, verdict) -> None:
-        """Replace the corpus filter's verdict of an item (inside a transaction).
+    def task_folders(self) -> dict[int, str]:
+        """Item -> folder (relative to the run directory) of every exported task."""
+        return dict(self.db.execute("SELECT item, folder FROM tasks").fetchall())
 
-        `verdict` None clears it (the item is kept, or no longer reaches the filter).
-        """
-        db.execute('DELETE FROM verdicts WHERE item = ? AND "check" = \'duplicate\'', [item])
-        if verdict is not None:
-            self._insert_verdicts(db, item, round_, task_id, [verdict])
+    def tasks(self) -> tuple[RunTask, ...]:
+        """The exported tasks, by item."""
+        rows = self.db.execute("SELECT item, task_id, folder, fingerprint, scenario, skills, "
+                               "categories, difficulty, round FROM tasks "
+                               "ORDER BY item").fetchall()
+        return tuple(
+            RunTask(item=item, task_id=task_id, folder=(self.root / folder).resolve(),
+                    fingerprint=fingerprint, scenario=scenario,
+                    skills=tuple(json.loads(skills)),
+                    categories=tuple(json.loads(categories or "[]")),
+                    difficulty=json.loads(difficulty or "{}"), round=round_)
+            for item, task_id, folder, fingerprint, scenario, skills, categories, difficulty,
+            round_ in rows)
 
     def exported_tasks(self, first: int, stop: int) -> list[tuple[int, str, list[str]]]:
         """(item, scenario, skills) of exported tasks with first <= item < stop, by item."""
-        rows = self.db.execute("SELECT item, scenario, skills FROM tasks WHERE item >= ? AND "
-                               "item < ? ORDER BY item", [first, stop]).fetchall()
+        rows = self.db.execute("SELECT item, scenario, skills FROM tasks WHERE item >= ? "
+                               "AND item < ? ORDER BY item", [first, stop]).fetchall()
         return [(item, scenario, json.loads(skills)) for item, scenario, skills in rows]
+
+    # -- funnel and costs ------------------------------------------------------------------
+
+    def write_funnel(self, rows: Sequence[FunnelRow]) -> None:
+        """Replace the funnel table."""
+        with self.transaction():
+            self.db.execute("DELETE FROM funnel")
+            for position, row in enumerate(rows):
+                self.db.execute("INSERT INTO funnel VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                                [row.stage, position, row.n_in, row.n_out, row.yield_,
+                                 row.median_seconds, row.tokens, row.cost_usd])
+
+    def funnel(self) -> tuple[FunnelRow, ...]:
+        """The funnel as the run last wrote it, in stage order."""
+        rows = self.db.execute("SELECT stage, n_in, n_out, yield, median_seconds, tokens, "
+                               "cost_usd FROM funnel ORDER BY position").fetchall()
+        return tuple(FunnelRow(stage=s, n_in=i or 0, n_out=o or 0, yield_=y,
+                               median_seconds=m, tokens=t or 0, cost_usd=c or 0.0)
+                     for s, i, o, y, m, t, c in rows)
+
+    def stage_costs(self) -> tuple[StageCost, ...]:
+        """Work per stage over every stored result (resumed work included), by stage."""
+        rows = self.db.execute("SELECT stage, count(*), sum(seconds), "
+                               "sum(tokens_in + tokens_out), sum(cost_usd) FROM results "
+                               "GROUP BY stage").fetchall()
+        order = {stage.value: position for position, stage in enumerate(Stage)}
+        return tuple(StageCost(stage=s, results=n, seconds=sec or 0.0, tokens=int(t or 0),
+                               cost_usd=c or 0.0)
+                     for s, n, sec, t, c in sorted(rows, key=lambda r: order.get(r[0], 99)))
+
+    # -- model exchanges -------------------------------------------------------------------
+
+    def put_exchanges(self, item: int, stage: str, exchanges: Iterable[Exchange]) -> None:
+        """Cache model exchanges; a known key keeps its first row."""
+        for exchange in exchanges:
+            self.db.execute(
+                "INSERT OR IGNORE INTO llm_cache VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [exchange.key, item, stage, exchange.purpose, exchange.model,
+                 exchange.model_dump_json(), exchange.tokens_in, exchange.tokens_out,
+                 exchange.cost_usd, exchange.seconds, time.time()])
+
+    def exchanges(self, item: int) -> dict[str, Exchange]:
+        """The cached exchanges of one item: request hash -> Exchange."""
+        from taskloom.generators.llm.exchange import Exchange
+
+        rows = self.db.execute("SELECT key, exchange FROM llm_cache WHERE item = ?",
+                               [item]).fetchall()
+        return {key: Exchange.model_validate_json(text) for key, text in rows}
+
+    # -- embeddings ------------------------------------------------------------------------
 
     def embeddings(self, model: str, recipe: str) -> dict:
         """Every stored embedding of a model and text recipe: fingerprint -> float32 array.
@@ -341,43 +459,8 @@ class RunStore:
                 for fingerprint, vector in zip(found["fingerprint"], found["vector"],
                                                strict=True)}
 
-    def put_embedding(self, db, fingerprint: str, model: str, recipe: str,
+    def put_embedding(self, fingerprint: str, model: str, recipe: str,
                       vector: list[float]) -> None:
-        """Store an embedding (inside a transaction); float32 values round-trip exactly."""
-        db.execute("INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?, ?, ?, ?)",
-                   [fingerprint, model, recipe, len(vector), vector, time.time()])
-
-    def finished_items(self) -> dict[int, str]:
-        """Item -> final status, for items that reached one."""
-        rows = self.db.execute("SELECT item, status FROM items WHERE status IN "
-                               "('accepted', 'rejected', 'failed', 'duplicate')").fetchall()
-        return dict(rows)
-
-    def write_funnel(self, rows: list[dict]) -> None:
-        """Replace the funnel table."""
-        with self.transaction() as db:
-            db.execute("DELETE FROM funnel")
-            for position, row in enumerate(rows):
-                db.execute("INSERT INTO funnel VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                           [row["stage"], position, row["in"], row["out"], row["yield"],
-                            row["median_seconds"], row["tokens"], row["cost_usd"]])
-
-    def put_exchanges(self, db, item: int, stage: str, exchanges) -> None:
-        """Cache model exchanges (inside a transaction); a known key keeps its first row."""
-        for exchange in exchanges:
-            db.execute("INSERT OR IGNORE INTO llm_cache VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                       [exchange.key, item, stage, exchange.purpose, exchange.model,
-                        exchange.model_dump_json(), exchange.tokens_in, exchange.tokens_out,
-                        exchange.cost_usd, exchange.seconds, time.time()])
-
-    def exchanges(self, item: int) -> dict:
-        """The cached exchanges of one item: request hash -> Exchange."""
-        from taskloom.generators.llm.exchange import Exchange
-
-        rows = self.db.execute("SELECT key, exchange FROM llm_cache WHERE item = ?",
-                               [item]).fetchall()
-        return {key: Exchange.model_validate_json(text) for key, text in rows}
-
-    def query(self, sql: str, params: list | None = None) -> list[tuple]:
-        """Run read-only SQL and return all rows."""
-        return self.db.execute(sql, params or []).fetchall()
+        """Store an embedding; float32 values round-trip exactly."""
+        self.db.execute("INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?, ?, ?, ?)",
+                        [fingerprint, model, recipe, len(vector), vector, time.time()])

@@ -1,58 +1,139 @@
-"""Validate tasks: structure → build → nop → oracle ×R → mutations → leakage → judge.
+"""Validate tasks: run the selected checks of the table, in order, over one sandbox trial.
 
-`validate_task` proves one in-memory task with a runtime and returns its `TaskReport`;
+`validate_task` proves one in-memory task with a runtime and returns its `TaskReport`:
+the selected validators (`registry.select`, from `config.checks`) run in table order; a
+check whose needs did not pass is skipped; before the first check that needs the sandbox,
+the trial parts of every selected sandbox check are merged into one `TrialPlan` and run
+once, so a single sandbox (fast mode) serves nop, oracle, mutations and the image scan.
 `validate_all` runs many on a thread pool (the work happens in the sandbox engine, so
 threads are enough) and removes every sandbox on exit, Ctrl-C included.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from taskloom.config import ValidationConfig
-from taskloom.errors import SandboxError
-from taskloom.models import Task, TaskReport, Verdict
+from taskloom.errors import ConfigError, SandboxError
+from taskloom.models import Task, TaskFile, TaskReport, Verdict
 from taskloom.sandbox.runtime import Runtime
-from taskloom.sandbox.trial import TrialPlan, TrialResult
-from taskloom.validators.judge import Judge
-from taskloom.validators.leakage import leakage_verdict
-from taskloom.validators.solvability import build_verdict, phase_verdicts, plan_trial
-from taskloom.validators.structure import check_structure, load_task
+from taskloom.sandbox.trial import Fingerprint, TrialPlan, TrialResult
+from taskloom.validators import registry
+from taskloom.validators.environment import environment_spec
+from taskloom.validators.protocol import Evidence, SandboxCheck, TrialPart, Validator
+from taskloom.validators.structure import load_task
+
+if TYPE_CHECKING:
+    from taskloom.generators.llm.client import ChatModel
 
 
 def validate_task(task: Task, runtime: Runtime, config: ValidationConfig, *,
-                  source: str = "", structure: Verdict | None = None,
-                  expected_values: tuple[str, ...] = (),
-                  judge: Judge | None = None) -> TaskReport:
-    """Run the whole validation protocol on one task.
+                  source: str = "", expected_values: tuple[str, ...] = (),
+                  chat: ChatModel | None = None,
+                  checks: Sequence[Validator] | None = None) -> TaskReport:
+    """Run the validation protocol on one task.
 
-    `expected_values` (known for generated tasks) are answers the instruction must not
-    state verbatim; the leakage check looks for them. A `judge` (optional, LLM) runs last
-    and only when every other check passed.
+    Args:
+        task: The task.
+        runtime: The sandbox runtime that runs its trial.
+        config: Validation settings; `config.checks` selects the checks.
+        source: Where the task came from (a folder path), for the report.
+        expected_values: Answers the instruction must not state verbatim (known for
+            generated tasks); the leakage check looks for them.
+        chat: The model for checks that ask one (the judge).
+        checks: The validators to run, instead of `config.checks`' selection.
 
     Raises:
+        ConfigError: The selection names an unknown check, or needs a model and has none.
         SandboxError: The sandbox engine failed twice in a row (not the task's fault).
     """
     started = time.monotonic()
-    verdicts = [structure or check_structure(task)]
-    if verdicts[0].passed:
-        plan, how = plan_trial(task, config)
-        result = _run_with_retry(runtime, plan)
-        verdicts.append(build_verdict(result.setup, how))
-        if result.setup.ok:
-            verdicts.extend(phase_verdicts(result))
-        verdicts.append(leakage_verdict(task, result.leaks, image_checked=result.setup.ok,
-                                        expected_values=expected_values))
-    if judge is not None and all(v.passed for v in verdicts):
-        verdicts.append(judge.judge(task))
+    validators = tuple(checks) if checks is not None else selected_checks(config, chat)
+    evidence = Evidence(task=task, config=config, expected_values=expected_values, chat=chat)
+    outcome: dict[str, bool] = {}  # check name -> passed (absent: skipped)
+    verdicts: list[Verdict] = []
+    for position, validator in enumerate(validators):
+        if not all(outcome.get(need, False) for need in validator.needs):
+            continue
+        if isinstance(validator, SandboxCheck) and evidence.trial is None:
+            parts = [v.trial_part(task, config) for v in validators[position:]
+                     if isinstance(v, SandboxCheck)]
+            plan, how = plan_trial(task, config, parts)
+            evidence = dataclasses.replace(evidence, plan=plan, trial=_run(runtime, plan),
+                                           environment=how)
+        verdict = validator.check(dataclasses.replace(evidence, verdicts=tuple(verdicts)))
+        if verdict is None:
+            continue
+        _check_reason(validator, verdict)
+        outcome[validator.name] = verdict.passed
+        verdicts.append(verdict)
     return TaskReport(task=task.name, source=source, verdicts=tuple(verdicts),
                       seconds=round(time.monotonic() - started, 3))
 
 
-def _run_with_retry(runtime: Runtime, plan: TrialPlan) -> TrialResult:
+def selected_checks(config: ValidationConfig, chat: ChatModel | None, *,
+                    field: str = "--checks") -> tuple[Validator, ...]:
+    """The validators `config.checks` selects, checked to have the model they need.
+
+    Raises:
+        ConfigError: An unknown check, or a check that asks a model when there is none.
+    """
+    validators = registry.select(config.checks, field=field)
+    asking = [v.name for v in validators if v.needs_model]
+    if asking and chat is None:
+        raise ConfigError(f"the {', '.join(asking)} check needs a model", field=field,
+                          fix="name one (--model NAME, and --base-url URL for a server; "
+                              "`mock` works offline), or leave the check out")
+    return validators
+
+
+def plan_trial(task: Task, config: ValidationConfig,
+               parts: Sequence[TrialPart] | None = None) -> tuple[TrialPlan, str]:
+    """The trial that proves `task`, and how its environment is made.
+
+    `parts` are what the checks need run (default: those of `config.checks`' sandbox
+    checks); their phases run in the order given.
+    """
+    if parts is None:
+        parts = [v.trial_part(task, config) for v in registry.select(config.checks)
+                 if isinstance(v, SandboxCheck)]
+    spec, how = environment_spec(task, config)
+    solutions: dict[str, tuple[TaskFile, ...]] = {}
+    prints: dict[str, Fingerprint] = {}
+    for part in parts:
+        solutions.update(part.solutions)
+        prints.update((f.sha256, f) for f in part.leak_fingerprints if f.sha256 not in prints)
+    agent, verifier = task.config.agent, task.config.verifier
+    plan = TrialPlan(
+        environment=spec, tests=task.tests, solutions=solutions,
+        phases=tuple(phase for part in parts for phase in part.phases),
+        solution_timeout=min(agent.timeout_sec or config.default_solution_timeout_sec,
+                             config.timeout_cap_sec),
+        tests_timeout=min(verifier.timeout_sec, config.timeout_cap_sec),
+        solution_env=dict(task.config.solution.env), verifier_env=dict(verifier.env),
+        agent_user=_user(agent.user), verifier_user=_user(verifier.user),
+        leak_fingerprints=tuple(prints.values()), log_limit=config.log_limit)
+    return plan, how
+
+
+def _user(value: str | int | None) -> str | None:
+    return None if value is None else str(value)
+
+
+def _check_reason(validator: Validator, verdict: Verdict) -> None:
+    """A validator keeps to its table entry: its name, and the reasons it declares."""
+    if verdict.check != validator.name or (verdict.reason is not None and
+                                          verdict.reason not in validator.reasons):
+        raise TypeError(f"check {validator.name!r} gave a verdict of {verdict.check!r} with "
+                        f"reason {verdict.reason!r}; it declares {validator.reasons}")
+
+
+def _run(runtime: Runtime, plan: TrialPlan) -> TrialResult:
     try:
         return runtime.run(plan)
     except SandboxError:
@@ -60,14 +141,15 @@ def _run_with_retry(runtime: Runtime, plan: TrialPlan) -> TrialResult:
         return runtime.run(plan)
 
 
-def validate_folder(path: Path, runtime: Runtime, config: ValidationConfig) -> TaskReport:
+def validate_folder(path: Path, runtime: Runtime, config: ValidationConfig, *,
+                    chat: ChatModel | None = None) -> TaskReport:
     """Read and validate one task folder; an unreadable folder is a structure verdict."""
     started = time.monotonic()
     task, structure = load_task(path)
     if task is None:
         return TaskReport(task=path.name, source=str(path), verdicts=(structure,),
                           seconds=round(time.monotonic() - started, 3))
-    return validate_task(task, runtime, config, source=str(path), structure=structure)
+    return validate_task(task, runtime, config, source=str(path), chat=chat)
 
 
 def validate_all(jobs: Iterable[Callable[[], TaskReport]], runtime: Runtime, *,

@@ -1,7 +1,7 @@
-"""The LLM judge: does the instruction specify what the tests check, without leaking it?
+"""judge: a model reads whether the instruction specifies what the tests check, and no more.
 
-Optional (`llm.judge = true`); it runs last, only on a task that passed every other
-check, because it is the one check that costs money. Verdicts:
+Optional (`--checks +judge`, `validation.checks = ["+judge"]`); it runs last, only on a
+task that passed every other check, because it is the one check that costs money. Verdicts:
 
 - passed: the model found the instruction complete and free of answers;
 - `underspecified`: a test checks a path, name, format or rule the instruction omits;
@@ -12,29 +12,22 @@ check, because it is the one check that costs money. Verdicts:
 from __future__ import annotations
 
 import time
-from typing import Protocol
 
-from taskloom.models import Check, ReasonCode, Task, Verdict
+from taskloom.models import ReasonCode, Task, Verdict
+from taskloom.validators.protocol import Evidence
 
+NAME = "judge"
 SHOWN_TESTS_CHARS = 6000
 ATTEMPTS = 2
 
 
-class Judge(Protocol):
-    """Reads a task and gives one verdict on its instruction.
+class LLMJudge:
+    """The judge prompt on a `ChatModel` (in a run: the validation stage's session).
 
     Example:
-        >>> judge.judge(task).reason   # doctest: +SKIP
-        <ReasonCode.UNDERSPECIFIED: 'underspecified'>
+        >>> LLMJudge(chat).judge(task).reason   # doctest: +SKIP
+        'underspecified'
     """
-
-    def judge(self, task: Task) -> Verdict:
-        """The judge's verdict on `task`."""
-        ...
-
-
-class LLMJudge:
-    """The judge prompt on a `ChatModel` (in a run: the validation stage's session)."""
 
     def __init__(self, chat) -> None:
         self.chat = chat
@@ -64,7 +57,7 @@ class LLMJudge:
                 continue
             seconds = round(time.monotonic() - started, 3)
             if answer.verdict == "ok":
-                return Verdict(check=Check.JUDGE, passed=True, seconds=seconds,
+                return Verdict(check=NAME, passed=True, seconds=seconds,
                                details=f"the judge found the instruction complete: "
                                        f"{answer.explanation}")
             reason = ReasonCode.UNDERSPECIFIED if answer.verdict == "underspecified" \
@@ -72,12 +65,28 @@ class LLMJudge:
             fix = "say in the instruction what the tests check" \
                 if reason is ReasonCode.UNDERSPECIFIED else \
                 "remove the expected outputs from the instruction"
-            return Verdict(check=Check.JUDGE, passed=False, reason=reason, seconds=seconds,
+            return Verdict(check=NAME, passed=False, reason=reason, seconds=seconds,
                            details=f"the LLM judge says the instruction is {answer.verdict}: "
                                    f"{answer.explanation}; {fix}",
                            log=answer.model_dump_json())
-        return Verdict(check=Check.JUDGE, passed=False, reason=ReasonCode.VERIFIER,
+        return Verdict(check=NAME, passed=False, reason=ReasonCode.VERIFIER,
                        seconds=round(time.monotonic() - started, 3),
                        details=f"the LLM judge gave no usable answer in {ATTEMPTS} tries "
                                f"({problem}); the instruction was not judged",
                        log=problem)
+
+
+class JudgeCheck:
+    """The run's model reads the instruction against the tests (`LLMJudge`)."""
+
+    name = NAME
+    reasons = (ReasonCode.UNDERSPECIFIED, ReasonCode.LEAK, ReasonCode.VERIFIER)
+    needs = ("structure",)
+    default = False
+    needs_model = True
+
+    def check(self, evidence: Evidence) -> Verdict | None:
+        """The judge's verdict, asked only when every earlier check passed."""
+        if evidence.chat is None or not all(v.passed for v in evidence.verdicts):
+            return None
+        return LLMJudge(evidence.chat).judge(evidence.task)

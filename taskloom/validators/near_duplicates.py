@@ -12,7 +12,7 @@ Example:
     >>> index = NearDuplicateIndex(dimensions=2)
     >>> index.add(np.array([1.0, 0.0], dtype=np.float32), "task-a")
     >>> index.nearest(np.array([0.6, 0.8], dtype=np.float32))
-    Match(label='task-a', position=0, similarity=0.6000000238418579)
+    NeighbourMatch(label='task-a', position=0, similarity=0.6000000238418579)
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 
-class Match(Frozen):
+class NeighbourMatch(Frozen):
     """The stored vector most similar to a query."""
 
     label: str = Field(description="What the stored vector belongs to (a task id).")
@@ -71,19 +71,19 @@ class NearDuplicateIndex:
         self._vectors[count] = vector
         self._labels.append(label)
 
-    def nearest(self, vector: np.ndarray) -> Match | None:
+    def nearest(self, vector: np.ndarray) -> NeighbourMatch | None:
         """The most similar stored vector (the earliest on a tie), or None when empty."""
         count = len(self._labels)
         if count == 0:
             return None
         similarities = self._vectors[:count] @ vector
         position = int(similarities.argmax())
-        return Match(label=self._labels[position], position=position,
+        return NeighbourMatch(label=self._labels[position], position=position,
                      similarity=float(similarities[position]))
 
 
 def greedy_near_duplicates(vectors: np.ndarray, threshold: float,
-                           labels: Sequence[str] | None = None) -> list[Match | None]:
+                           labels: Sequence[str] | None = None) -> list[NeighbourMatch | None]:
     """Filter rows in order, as the run's corpus filter does.
 
     Args:
@@ -96,7 +96,7 @@ def greedy_near_duplicates(vectors: np.ndarray, threshold: float,
     """
     index = NearDuplicateIndex(vectors.shape[1], capacity=max(1, len(vectors)))
     names = list(labels) if labels is not None else [str(i) for i in range(len(vectors))]
-    decisions: list[Match | None] = []
+    decisions: list[NeighbourMatch | None] = []
     for name, vector in zip(names, vectors, strict=True):
         match = index.nearest(vector)
         if match is not None and match.similarity >= threshold:

@@ -1,4 +1,7 @@
-"""Structure check: the task is readable, complete and of sane size, before any container."""
+"""structure: the task is readable, complete and of sane size, before any container.
+
+Every other check needs it: a task that fails it gets no other verdict.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +9,10 @@ from pathlib import Path
 
 from taskloom.errors import TaskFolderError
 from taskloom.harbor import read_task_folder
-from taskloom.models import Check, ReasonCode, Task, Verdict
+from taskloom.models import ReasonCode, Task, Verdict
+from taskloom.validators.protocol import Evidence
 
+NAME = "structure"
 MAX_FILE_BYTES = 64 * 1024 * 1024
 MAX_TASK_BYTES = 256 * 1024 * 1024
 MAX_INSTRUCTION_CHARS = 64 * 1024
@@ -18,7 +23,7 @@ def load_task(path: Path) -> tuple[Task | None, Verdict]:
     try:
         task = read_task_folder(path)
     except TaskFolderError as exc:
-        return None, Verdict(check=Check.STRUCTURE, passed=False, reason=ReasonCode.STRUCTURE,
+        return None, Verdict(check=NAME, passed=False, reason=ReasonCode.STRUCTURE,
                              details=str(exc))
     return task, check_structure(task)
 
@@ -46,9 +51,23 @@ def check_structure(task: Task) -> Verdict:
     if task.config.environment.gpus:
         problems.append("[environment].gpus is set: taskloom sandboxes have no GPUs")
     if problems:
-        return Verdict(check=Check.STRUCTURE, passed=False, reason=ReasonCode.STRUCTURE,
+        return Verdict(check=NAME, passed=False, reason=ReasonCode.STRUCTURE,
                        details="; ".join(problems))
     unknown = task.config.unknown_keys()
     note = f"unknown task.toml keys ignored, as Harbor does: {', '.join(unknown)}" \
         if unknown else "task.toml, instruction, environment, solution and tests present"
-    return Verdict(check=Check.STRUCTURE, passed=True, details=note)
+    return Verdict(check=NAME, passed=True, details=note)
+
+
+class StructureCheck:
+    """Required files present, limits respected (no sandbox needed)."""
+
+    name = NAME
+    reasons = (ReasonCode.STRUCTURE,)
+    needs = ()
+    default = True
+    needs_model = False
+
+    def check(self, evidence: Evidence) -> Verdict:
+        """Completeness and size limits of the task."""
+        return check_structure(evidence.task)

@@ -1,0 +1,60 @@
+"""oracle: after solution/solve.sh the tests give reward 1, in each of R runs from fresh state.
+
+It is Harbor's `oracle` agent, repeated: all runs below 1 is `oracle-fails`, some is
+`flaky` (the task is not deterministic).
+"""
+
+from __future__ import annotations
+
+from taskloom.config import ValidationConfig
+from taskloom.models import ReasonCode, Task, Verdict
+from taskloom.sandbox.trial import Phase
+from taskloom.validators.phases import named, phase_log, problem, seconds
+from taskloom.validators.protocol import Evidence, TrialPart
+
+SOLUTION = "oracle"
+
+
+class OracleCheck:
+    """The reference solution earns the full reward, every time."""
+
+    name = "oracle"
+    reasons = (ReasonCode.ORACLE_FAILS, ReasonCode.FLAKY, ReasonCode.TIMEOUT,
+               ReasonCode.VERIFIER)
+    needs = ("build",)
+    default = True
+    needs_model = False
+
+    def trial_part(self, task: Task, config: ValidationConfig) -> TrialPart:
+        """`config.repeats` phases running the task's own solution/ folder."""
+        return TrialPart(phases=tuple(Phase(name=f"oracle-{k}", solution=SOLUTION)
+                                      for k in range(1, config.repeats + 1)),
+                         solutions={SOLUTION: task.solution})
+
+    def check(self, evidence: Evidence) -> Verdict | None:
+        """`oracle-fails` or `flaky` unless every run gives reward 1."""
+        runs = named(evidence.trial, "oracle")
+        if not runs:
+            return None
+        spent = seconds(*runs)
+        for run in runs:
+            found = problem(run)
+            if found:
+                return Verdict(check=self.name, passed=False, reason=found[0],
+                               details=found[1], log=phase_log(run), seconds=spent)
+        rewards = [run.reward for run in runs]
+        passed = [r is not None and r >= 1.0 for r in rewards]
+        shown = ", ".join(f"{r:g}" for r in rewards if r is not None)
+        if all(passed):
+            return Verdict(check=self.name, passed=True, seconds=spent,
+                           details=f"reference solution gives reward 1 in {len(runs)} of "
+                                   f"{len(runs)} runs from fresh state")
+        failing = runs[passed.index(False)]
+        if any(passed):
+            return Verdict(check=self.name, passed=False, reason=ReasonCode.FLAKY,
+                           details=f"reference solution rewards differ between runs from "
+                                   f"fresh state ({shown}): the task is not deterministic",
+                           log=phase_log(failing), seconds=spent)
+        return Verdict(check=self.name, passed=False, reason=ReasonCode.ORACLE_FAILS,
+                       details=f"reference solution gives reward {shown} (needs 1)",
+                       log=phase_log(failing), seconds=spent)

@@ -1,0 +1,59 @@
+"""What the phase checks (nop, oracle, mutations) share: reading one phase of a trial.
+
+A phase is one attempt from fresh state: an optional solution, then the tests. Its reward
+is the only thing that counts; a phase that timed out or left no readable reward is
+reported as such (`timeout`, `verifier`) before its reward is looked at.
+"""
+
+from __future__ import annotations
+
+from taskloom.models import ReasonCode
+from taskloom.sandbox.trial import PhaseResult, TrialResult
+
+LOG_EXCERPT_CHARS = 6000
+
+
+def named(trial: TrialResult | None, prefix: str) -> list[PhaseResult]:
+    """The phases of `trial` whose name is `prefix` or starts with `prefix-`."""
+    if trial is None:
+        return []
+    return [p for p in trial.phases if p.name == prefix or p.name.startswith(f"{prefix}-")]
+
+
+def seconds(*phases: PhaseResult) -> float:
+    """Wall-clock seconds the phases' solutions and tests took together."""
+    return round(sum((p.solution.seconds if p.solution else 0.0) +
+                     (p.tests.seconds if p.tests else 0.0) for p in phases), 3)
+
+
+def problem(phase: PhaseResult) -> tuple[ReasonCode, str] | None:
+    """Timeout or unreadable reward, the failures that are not about the reward's value."""
+    if phase.solution is not None and phase.solution.timed_out:
+        return ReasonCode.TIMEOUT, (f"{phase.name}: solve.sh was killed after "
+                                    f"{phase.solution.seconds:.0f} s (wall-clock limit)")
+    if phase.tests is not None and phase.tests.timed_out:
+        return ReasonCode.TIMEOUT, (f"{phase.name}: test.sh was killed after "
+                                    f"{phase.tests.seconds:.0f} s (wall-clock limit)")
+    if phase.reward is None:
+        return ReasonCode.VERIFIER, f"{phase.name}: {phase.reward_error}"
+    return None
+
+
+def phase_log(phase: PhaseResult) -> str:
+    """The logs that prove a phase's outcome: solve.sh, test.sh, the reward problem."""
+    parts = [f"[{phase.name}]"]
+    if phase.solution is not None:
+        parts.append(f"--- solve.sh (exit {phase.solution.exit_code}) ---\n{phase.solution.log}")
+    if phase.tests is not None:
+        parts.append(f"--- test.sh (exit {phase.tests.exit_code}) ---\n{phase.tests.log}")
+    if phase.reward_error:
+        parts.append(f"--- reward: {phase.reward_error}")
+    return excerpt("\n".join(parts))
+
+
+def excerpt(text: str) -> str:
+    """Head and tail of a long log, at most LOG_EXCERPT_CHARS characters."""
+    if len(text) <= LOG_EXCERPT_CHARS:
+        return text
+    half = LOG_EXCERPT_CHARS // 2
+    return f"{text[:half]}\n[... {len(text) - 2 * half} characters dropped ...]\n{text[-half:]}"
