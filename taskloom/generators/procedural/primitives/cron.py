@@ -12,7 +12,7 @@ from typing import ClassVar
 
 from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import CronJob, Report, Script, TextFile
-from taskloom.generators.procedural.checks import Check, FileText
+from taskloom.generators.procedural.checks import Assertion, FileText
 from taskloom.generators.procedural.primitives.base import (
     StepContext,
     StepResult,
@@ -81,7 +81,7 @@ def entries(text):
 
 
 @dataclass(frozen=True)
-class CrontabEntry(Check):
+class CrontabEntry(Assertion):
     """A user's crontab runs a command on a schedule, once, and kept its earlier lines.
 
     The command is compared as shell words, the schedule as the sets of times it matches.

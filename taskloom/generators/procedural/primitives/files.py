@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 
 from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import FileTree, Report, TreeFile
-from taskloom.generators.procedural.checks import Check, FileDigests, FileText, TreeListing
+from taskloom.generators.procedural.checks import Assertion, FileDigests, FileText, TreeListing
 from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
 from taskloom.generators.procedural.sources import normalized_name
 from taskloom.generators.procedural.world import DAY, q
@@ -28,7 +28,7 @@ SIZE_STEPS_KIB = (1, 2, 4, 8, 10, 16, 32, 50, 64, 100, 128, 200, 256)
 
 
 @dataclass(frozen=True)
-class Mtimes(Check):
+class Mtimes(Assertion):
     """Files have these modification times (whole epoch seconds)."""
 
     mtimes: tuple[tuple[str, int], ...] = ()  # (path, epoch)
@@ -39,7 +39,7 @@ class Mtimes(Check):
                 "    assert int(os.stat(path).st_mtime) == mtime, (path, os.stat(path).st_mtime)"]
 
 
-def mtime_check(label: str, root: str, files, most: int = 6) -> list[Check]:
+def mtime_check(label: str, root: str, files, most: int = 6) -> list[Assertion]:
     """A check of preserved modification times on some files (none when times are unknown)."""
     known = [f for f in files if f.mtime is not None][:most]
     return [Mtimes(label, mtimes=tuple((f"{root}/{f.relpath}", f.mtime) for f in known))] \
@@ -108,9 +108,9 @@ def midnight_cutoff(ctx: StepContext, tree: FileTree) -> int:
 
 
 def moved_checks(label: str, root: str, files: list[TreeFile],
-                 changed: list[TreeFile]) -> list[Check]:
+                 changed: list[TreeFile]) -> list[Assertion]:
     """The listing of a tree after a step, and the bytes of the files it moved or wrote."""
-    checks: list[Check] = [TreeListing(label, root=root,
+    checks: list[Assertion] = [TreeListing(label, root=root,
                                        expected=tuple(f.relpath for f in files))]
     if changed:
         checks.append(FileDigests.of(f"the files under {root} keep their content",

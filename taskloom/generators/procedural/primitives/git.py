@@ -19,7 +19,7 @@ from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import Archive, Commit, GitRepo, Report
 from taskloom.generators.procedural.checks import (
     ArchiveMembers,
-    Check,
+    Assertion,
     CommandText,
     FileText,
 )
@@ -52,7 +52,7 @@ class GitOutput(CommandText):
 
 
 @dataclass(frozen=True)
-class BranchCommit(Check):
+class BranchCommit(Assertion):
     """The commit a step made on a new branch, wherever the branch tip is now.
 
     The first commit of `base..branch` sits on base's tip, is made by `identity`, has

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import Accounts, CsvTable, FileTree, Report, TreeFile
-from taskloom.generators.procedural.checks import Check, FileText, PathState, UsersExist
+from taskloom.generators.procedural.checks import Assertion, FileText, PathState, UsersExist
 from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
 from taskloom.generators.procedural.world import DAY, EPOCH_NOW, q
 
@@ -31,7 +31,7 @@ def _sha(data: bytes) -> str:
 
 
 @dataclass(frozen=True)
-class TreeModes(Check):
+class TreeModes(Assertion):
     """Files of a tree have their modes, found at their path or (moved) by content."""
 
     root: str = ""
@@ -68,7 +68,7 @@ class TreeModes(Check):
 
 
 @dataclass(frozen=True)
-class TreeOwners(Check):
+class TreeOwners(Assertion):
     """The tree root, and every listed path still there, belong to user:group."""
 
     root: str = ""
@@ -92,7 +92,7 @@ class TreeOwners(Check):
 
 
 @dataclass(frozen=True)
-class ServiceAccount(Check):
+class ServiceAccount(Assertion):
     """A system account (UID below 1000) whose primary group is `group`."""
 
     user: str = ""
@@ -106,7 +106,7 @@ class ServiceAccount(Check):
 
 
 @dataclass(frozen=True)
-class UsersAbsent(Check):
+class UsersAbsent(Assertion):
     """No account exists for these names."""
 
     names: tuple[str, ...] = ()
@@ -367,7 +367,7 @@ def create_from_csv(ctx: StepContext, source) -> StepResult:
         "  id -u \"$user\" >/dev/null 2>&1 || useradd -m -s /bin/bash \"$user\"\n"
         "  usermod -aG \"$group\" \"$user\"\n"
         "done")
-    checks: list[Check] = [
+    checks: list[Assertion] = [
         UsersExist(f"the accounts of {which} exist with their groups", users=users),
         *[PathState(f"/home/{name} exists", path=f"/home/{name}", state="dir")
           for name, _, _ in users[:5]]]

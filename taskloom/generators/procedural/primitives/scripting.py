@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 
 from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import FileTree, Script, TextFile, TreeFile
-from taskloom.generators.procedural.checks import Check, Modes
+from taskloom.generators.procedural.checks import Assertion, Modes
 from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
 from taskloom.generators.procedural.world import q
 
@@ -36,7 +36,7 @@ class ToolScript(Script):
 
 
 @dataclass(frozen=True)
-class ToolRuns(Check):
+class ToolRuns(Assertion):
     """Running a program with arguments gives these outputs and exit codes."""
 
     program: str = ""
@@ -60,7 +60,7 @@ class ToolRuns(Check):
 
 
 @dataclass(frozen=True)
-class SameBytes(Check):
+class SameBytes(Assertion):
     """Two files hold the same bytes (both read when the test runs)."""
 
     original: str = ""
@@ -72,7 +72,7 @@ class SameBytes(Check):
 
 
 @dataclass(frozen=True)
-class ConvertedTree(Check):
+class ConvertedTree(Assertion):
     """A directory holds the converted copies, even if a later step renamed or moved them.
 
     A copy still at its relative path has the new bytes; every new content is somewhere in
@@ -376,7 +376,7 @@ def make_executable(ctx: StepContext, source) -> StepResult:
     ]) + ctx.hint("install -m -o -g")
     owner = f" -o root -g {group}" if shared else ""
     solution = f"install -m {mode:04o}{owner} {q(source.path)} {q(dest)}"
-    checks: list[Check] = [
+    checks: list[Assertion] = [
         Modes(f"{dest} has mode {mode:04o} and its owners", modes=((dest, mode),),
               owners=((dest, "root", group),)),
         SameBytes(f"{dest} is a copy of the script", original=source.path, copy=dest)]
