@@ -7,7 +7,7 @@ and every source in `SOURCES` (artifact type -> function).
 from taskloom.generators.procedural import sources  # noqa: F401 - registers the sources
 from taskloom.generators.procedural.primitives import (  # noqa: F401 - each registers its skills
     archives,
-    config,
+    config_files,
     cron,
     csvdata,
     files,
