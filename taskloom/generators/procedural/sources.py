@@ -35,7 +35,7 @@ from taskloom.generators.procedural.artifacts import (
 )
 from taskloom.generators.procedural.domains import CITIES, Column
 from taskloom.generators.procedural.primitives.base import StepContext, source
-from taskloom.generators.procedural.world import DAY, EPOCH_NOW, q
+from taskloom.generators.procedural.world import DAY, EPOCH_NOW, lines_text, q
 
 LEVELS = ("DEBUG", "INFO", "INFO", "INFO", "WARN", "ERROR")
 AGENTS = ("curl/8.5.0", "Mozilla/5.0 (X11; Linux x86_64)", "python-requests/2.32",
@@ -122,7 +122,7 @@ def app_log(ctx: StepContext) -> AppLog:
                           EPOCH_NOW - 2 * DAY)
     lines = with_noise(ctx, [r.line() for r in records], APP_LOG_NOISE)
     path = f"/var/log/{ctx.domain.name}/{spaced(ctx, service + '.log')}"
-    ctx.world.add(path, "".join(line + "\n" for line in lines))
+    ctx.world.add(path, lines_text(lines))
     _distractors(ctx, f"/var/log/{ctx.domain.name}", "log")
     return AppLog(path=path, phrase=f"the {service} log `{path}`", lines=tuple(lines),
                   records=tuple(records))
@@ -151,7 +151,7 @@ def access_log(ctx: StepContext) -> AccessLog:
                                           old.size, old.agent)
     lines = with_noise(ctx, [r.line() for r in records], ACCESS_LOG_NOISE)
     path = f"/var/log/nginx/{spaced(ctx, 'access.log')}"
-    ctx.world.add(path, "".join(line + "\n" for line in lines))
+    ctx.world.add(path, lines_text(lines))
     _distractors(ctx, "/var/log/nginx", "log")
     return AccessLog(path=path, phrase=f"the web access log `{path}`", lines=tuple(lines),
                      records=tuple(records))
@@ -171,7 +171,7 @@ def log_dir(ctx: StepContext) -> LogDir:
         path = f"{directory}/{service}.log"
         # Half the logs are recent, half went quiet days ago (retention skills need both).
         age = ctx.rng.randint(1, 20) * 3600 if position % 2 else ctx.rng.randint(3, 12) * DAY
-        ctx.world.add(path, "".join(line + "\n" for line in lines), mtime=EPOCH_NOW - age)
+        ctx.world.add(path, lines_text(lines), mtime=EPOCH_NOW - age)
         logs.append(AppLog(path=path, phrase=f"`{path}`", lines=tuple(lines),
                            records=tuple(records)))
         mtimes.append(EPOCH_NOW - age)
@@ -465,7 +465,7 @@ def checksum_list(ctx: StepContext) -> ChecksumList:
         del files[victim.relpath]
         del ctx.world.files[posixpath.normpath(f"{tree.path}/{victim.relpath}")]
     path = f"{tree.path}/SHA256SUMS"
-    text = "".join(line + "\n" for line in manifest)
+    text = lines_text(manifest)
     ctx.world.add(path, text)
     current = FileTree(path=tree.path, phrase=tree.phrase,
                        files=tuple(files[name] for name in sorted(files)))
@@ -527,7 +527,7 @@ def config_file(ctx: StepContext) -> ConfigFile:
                                          f"#{key} = {value}"]))
         lines.append(f"{key} = {value}")
     path = f"/etc/{domain.name}/{spaced(ctx, 'services.ini')}"
-    ctx.world.add(path, "".join(line + "\n" for line in lines))
+    ctx.world.add(path, lines_text(lines))
     return ConfigFile(path=path, phrase=f"the configuration file `{path}`", lines=tuple(lines),
                       entries=tuple(entries))
 
@@ -543,7 +543,7 @@ def text_file(ctx: StepContext) -> TextFile:
         for _ in range(noisy(ctx)):
             lines.insert(ctx.rng.randint(0, len(lines)), "")
     path = f"{data_dir(ctx, 'lists')}/{spaced(ctx, 'inventory.txt')}"
-    ctx.world.add(path, "".join(line + "\n" for line in lines))
+    ctx.world.add(path, lines_text(lines))
     return TextFile(path=path, phrase=f"the list `{path}`", lines=tuple(lines))
 
 
@@ -634,5 +634,5 @@ def script(ctx: StepContext) -> Script:
              f'  echo "{name} {version}"', "  exit 0", "fi",
              command.format(name=domain.name))
     path = f"{data_dir(ctx, 'scripts')}/{spaced(ctx, name + '.sh')}"
-    ctx.world.add(path, "".join(line + "\n" for line in lines), mode=0o755)
+    ctx.world.add(path, lines_text(lines), mode=0o755)
     return Script(path=path, phrase=f"the script `{path}`", lines=lines)

@@ -32,10 +32,9 @@ from taskloom.generators.procedural.primitives.files import (
     moved_checks,
     mtime_check,
     name_tests,
-    text,
     tree_input,
 )
-from taskloom.generators.procedural.world import DAY, q
+from taskloom.generators.procedural.world import DAY, lines_text, q
 
 
 def _digests(members) -> tuple[tuple[str, str], ...]:
@@ -205,8 +204,8 @@ def list_members(ctx: StepContext, source) -> StepResult:
                       lines=tuple(listed)),
         instruction=sentence,
         solution=f"{lister} | grep -v '/$'{strip_cmd} | LC_ALL=C sort > {q(out)}",
-        checks=[FileText(f"`{out}` lists the archive's files", path=out, expected=text(listed),
-                         compare=ctx.compare())],
+        checks=[FileText(f"`{out}` lists the archive's files", path=out,
+                         expected=lines_text(listed), compare=ctx.compare())],
         tools=("unzip" if archive.format == "zip" else "tar", "grep", "sort"))
 
 

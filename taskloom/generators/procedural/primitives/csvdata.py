@@ -24,7 +24,7 @@ from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import CsvTable, JsonDoc, Report
 from taskloom.generators.procedural.checks import FileText, JsonValue
 from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
-from taskloom.generators.procedural.world import q
+from taskloom.generators.procedural.world import lines_text, q
 
 INTEGER = re.compile(r"-?[0-9]+\Z")
 DECIMAL = re.compile(r"-?[0-9]+(\.[0-9]{1,2})?\Z")
@@ -85,11 +85,6 @@ def jq_text(value) -> str:
     if isinstance(value, float):
         return str(int(value)) if value.is_integer() else repr(value)
     return str(value)
-
-
-def lines_text(lines) -> str:
-    """Lines as newline-terminated text."""
-    return "".join(line + "\n" for line in lines)
 
 
 def names(items) -> str:

@@ -22,7 +22,7 @@ from taskloom.generators.procedural.artifacts import FileTree, Report, TreeFile
 from taskloom.generators.procedural.checks import Assertion, FileDigests, FileText, TreeListing
 from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
 from taskloom.generators.procedural.sources import normalized_name
-from taskloom.generators.procedural.world import DAY, q
+from taskloom.generators.procedural.world import DAY, lines_text, q
 
 SIZE_STEPS_KIB = (1, 2, 4, 8, 10, 16, 32, 50, 64, 100, 128, 200, 256)
 
@@ -75,11 +75,6 @@ def extension(relpath: str) -> str:
 def is_hidden(relpath: str) -> bool:
     """True for a dot file (a name starting with a dot)."""
     return basename(relpath).startswith(".")
-
-
-def text(lines) -> str:
-    """Lines as file content, each newline-terminated."""
-    return "".join(line + "\n" for line in lines)
 
 
 def stamp(epoch: int) -> str:
@@ -159,7 +154,7 @@ def find_large(ctx: StepContext, source) -> StepResult:
         solution=(f"find {q(tree.path)} -type f -size +{limit}c -printf '{fmt}' | "
                   f"LC_ALL=C sort -k1,1nr -k2 > {q(out)}"),
         checks=[FileText(f"`{out}` lists the files larger than {kib} KiB", path=out,
-                         expected=text(lines), compare=ctx.compare(order_matters=True))],
+                         expected=lines_text(lines), compare=ctx.compare(order_matters=True))],
         tools=("find", "sort"))
 
 
@@ -207,7 +202,7 @@ def find_old(ctx: StepContext, source) -> StepResult:
         instruction=sentence,
         solution=f"{listing} > {q(out)}",
         checks=[FileText(f"`{out}` lists the files older than the cutoff", path=out,
-                         expected=text(lines),
+                         expected=lines_text(lines),
                          compare=ctx.compare(order_matters=layout == "oldest"))],
         tools=("find", "sort", "cut") if layout == "oldest" else ("find", "sort"))
 
@@ -273,7 +268,7 @@ def find_by_extension(ctx: StepContext, source) -> StepResult:
         instruction=sentence,
         solution=(f"find {q(tree.path)} -type f {name_tests(extensions)} -printf '{fmt}' | "
                   f"LC_ALL=C sort > {q(out)}"),
-        checks=[FileText(f"`{out}` lists the {words} files", path=out, expected=text(lines),
+        checks=[FileText(f"`{out}` lists the {words} files", path=out, expected=lines_text(lines),
                          compare=ctx.compare())],
         tools=("find", "sort"))
 
@@ -431,7 +426,7 @@ def find_duplicates(ctx: StepContext, source) -> StepResult:
     return StepResult(
         output=Report(path=out, phrase=phrase, lines=lines),
         instruction=sentence, solution=solution,
-        checks=[FileText(f"`{out}` lists the duplicates", path=out, expected=text(lines),
+        checks=[FileText(f"`{out}` lists the duplicates", path=out, expected=lines_text(lines),
                          compare=ctx.compare(order_matters=True))],
         tools=("find", "sha256sum", "sort", tool))
 
@@ -553,7 +548,7 @@ def usage_by_folder(ctx: StepContext, source) -> StepResult:
                       f"{tree.phrase}, as {line_format} lines", lines=lines),
         instruction=sentence, solution=solution,
         checks=[FileText(f"`{out}` reports the usage of each folder", path=out,
-                         expected=text(lines), compare=ctx.compare(order_matters=True))],
+                         expected=lines_text(lines), compare=ctx.compare(order_matters=True))],
         tools=("find", "du", "awk", "sort"))
 
 

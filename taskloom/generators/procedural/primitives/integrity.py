@@ -17,10 +17,9 @@ from taskloom.generators.procedural.primitives.files import (
     basename,
     first_step_only,
     is_hidden,
-    text,
     tree_input,
 )
-from taskloom.generators.procedural.world import DAY, q
+from taskloom.generators.procedural.world import DAY, lines_text, q
 
 
 def sha256(data: bytes) -> str:
@@ -62,7 +61,7 @@ def make_manifest(ctx: StepContext, source) -> StepResult:
         instruction=sentence,
         solution=(f"(cd {q(tree.path)} && find . -type f{hidden} -printf '%P\\0' | "
                   f"LC_ALL=C sort -z | xargs -0 -r sha256sum) > {q(out)}"),
-        checks=[FileText(f"`{out}` is the sha256 manifest", path=out, expected=text(lines),
+        checks=[FileText(f"`{out}` is the sha256 manifest", path=out, expected=lines_text(lines),
                          compare=ctx.compare(order_matters=True))],
         tools=("find", "sort", "sha256sum"))
 
@@ -124,7 +123,7 @@ def verify_manifest(ctx: StepContext, source) -> StepResult:
                       lines=lines),
         instruction=sentence, solution=solution,
         checks=[FileText(f"`{out}` reports the verification ({summary or 'all OK'})", path=out,
-                         expected=text(lines), compare=ctx.compare())],
+                         expected=lines_text(lines), compare=ctx.compare())],
         tools=("sha256sum", "grep", "sed", "sort"))
 
 
@@ -195,6 +194,6 @@ def compare_trees(ctx: StepContext, source) -> StepResult:
         output=Report(path=out, phrase=f"the `STATUS PATH` lines of the differences between "
                       f"{tree.phrase} and its copy `{copy}`", lines=lines),
         instruction=sentence, solution=solution,
-        checks=[FileText(f"`{out}` lists the differences", path=out, expected=text(lines),
+        checks=[FileText(f"`{out}` lists the differences", path=out, expected=lines_text(lines),
                          compare=ctx.compare(order_matters=True))],
         tools=("find", "sort", "diff", "comm", "cmp"))

@@ -21,12 +21,11 @@ from taskloom.generators.procedural.primitives.csvdata import (
     Field,
     derive,
     jq_text,
-    lines_text,
     names,
     number,
     pick_condition,
 )
-from taskloom.generators.procedural.world import q
+from taskloom.generators.procedural.world import lines_text, q
 
 CSV_UNSAFE = re.compile(r'[,"\n\r]')  # values CSV cannot hold without quoting
 NUMBER_FORMAT = ("numbers in their shortest form: no trailing zeros after the decimal point, "

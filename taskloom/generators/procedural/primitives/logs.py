@@ -23,7 +23,7 @@ from taskloom.generators.procedural.artifacts import (
 )
 from taskloom.generators.procedural.checks import FileText, GzipContents, TreeListing
 from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
-from taskloom.generators.procedural.world import DAY, EPOCH_NOW, q
+from taskloom.generators.procedural.world import DAY, EPOCH_NOW, lines_text, q
 
 VALID_APP = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z [A-Z]+ \[[^]]+\] "
 APP_AWK = '$0 ~ /' + VALID_APP.replace("/", "\\/") + '/'
@@ -71,7 +71,7 @@ def filter_level(ctx: StepContext, source) -> StepResult:
         instruction=sentence,
         solution=f"awk '{APP_AWK} && $2 == \"{level}\"' {q(log.path)} > {q(out)}",
         checks=[FileText(f"`{out}` holds the {level} records", path=out,
-                         expected="".join(line + "\n" for line in lines),
+                         expected=lines_text(lines),
                          compare=ctx.compare(order_matters=True))],
         tools=("awk",), notes=_notes(ctx, log, SKIP_APP))
 
@@ -100,7 +100,7 @@ def count_by_level(ctx: StepContext, source) -> StepResult:
         solution=(f"awk '{APP_AWK} {{print $2}}' {q(log.path)} | sort | uniq -c | "
                   f"awk '{{print $2, $1}}' > {q(out)}"),
         checks=[FileText(f"`{out}` counts records per level", path=out,
-                         expected="".join(line + "\n" for line in lines),
+                         expected=lines_text(lines),
                          compare=ctx.compare())],
         tools=("awk", "sort", "uniq"), notes=_notes(ctx, log, SKIP_APP))
 
@@ -135,7 +135,7 @@ def time_window(ctx: StepContext, source) -> StepResult:
         solution=(f"awk -v a={q(start)} -v b={q(end)} '{APP_AWK} && $1 >= a && $1 < b' "
                   f"{q(log.path)} > {q(out)}"),
         checks=[FileText(f"`{out}` holds the records of the window", path=out,
-                         expected="".join(line + "\n" for line in lines),
+                         expected=lines_text(lines),
                          compare=ctx.compare(order_matters=True))],
         tools=("awk",), notes=_notes(ctx, log, SKIP_APP))
 
@@ -171,7 +171,7 @@ def extract_ids(ctx: StepContext, source) -> StepResult:
         solution=(f"awk '{APP_AWK} && $2 == \"{level}\"' {q(log.path)} | "
                   f"grep -oE '{ID_PATTERN}' > {q(out)}"),
         checks=[FileText(f"`{out}` lists the {level} identifiers", path=out,
-                         expected="".join(i + "\n" for i in ids),
+                         expected=lines_text(ids),
                          compare=ctx.compare(order_matters=True))],
         tools=("awk", "grep"), notes=_notes(ctx, log, SKIP_APP))
 
@@ -239,7 +239,7 @@ def top_clients(ctx: StepContext, source) -> StepResult:
         solution=(f"awk '{ACCESS_AWK} {{print $1}}' {q(log.path)} | sort | uniq -c | "
                   f"awk '{{print $2, $1}}' | sort -k2,2nr -k1,1 | head -n {top} > {q(out)}"),
         checks=[FileText(f"`{out}` ranks the top clients", path=out,
-                         expected="".join(line + "\n" for line in lines),
+                         expected=lines_text(lines),
                          compare=ctx.compare(order_matters=True))],
         tools=("awk", "sort", "uniq", "head"), notes=_notes(ctx, log, SKIP_ACCESS))
 
@@ -268,7 +268,7 @@ def status_summary(ctx: StepContext, source) -> StepResult:
         solution=(f"awk '{ACCESS_AWK} {{print $9}}' {q(log.path)} | sort -n | uniq -c | "
                   f"awk '{{print $2, $1}}' > {q(out)}"),
         checks=[FileText(f"`{out}` counts requests per status", path=out,
-                         expected="".join(line + "\n" for line in lines),
+                         expected=lines_text(lines),
                          compare=ctx.compare())],
         tools=("awk", "sort", "uniq"), notes=_notes(ctx, log, SKIP_ACCESS))
 
@@ -301,7 +301,7 @@ def failing_paths(ctx: StepContext, source) -> StepResult:
         solution=(f"awk '{ACCESS_AWK} && $9 >= 500 {{print $7}}' {q(log.path)} | sort | "
                   f"uniq -c | awk '{{print $2, $1}}' | sort -k2,2nr -k1,1 > {q(out)}"),
         checks=[FileText(f"`{out}` ranks paths by server errors", path=out,
-                         expected="".join(line + "\n" for line in lines),
+                         expected=lines_text(lines),
                          compare=ctx.compare(order_matters=True))],
         tools=("awk", "sort", "uniq"), notes=_notes(ctx, log, SKIP_ACCESS))
 
@@ -375,7 +375,7 @@ def merge_sorted(ctx: StepContext, source) -> StepResult:
         solution=(f"for f in {q(logs.path)}/*.log; do awk '{APP_AWK}' \"$f\"; done | "
                   f"sort -s -k1,1 > {q(out)}"),
         checks=[FileText(f"`{out}` is the time-ordered merge", path=out,
-                         expected="".join(line + "\n" for line in lines),
+                         expected=lines_text(lines),
                          compare=ctx.compare(order_matters=True))],
         tools=("awk", "sort"), notes=(SKIP_APP,))
 
@@ -410,7 +410,7 @@ def error_summary(ctx: StepContext, source) -> StepResult:
                   f"\"$(basename \"$f\" .log)\" \"$(awk '{APP_AWK} && $2 == \"ERROR\"' \"$f\" "
                   f"| wc -l)\"; done > {q(out)}"),
         checks=[FileText(f"`{out}` counts errors per service", path=out,
-                         expected="".join(line + "\n" for line in lines),
+                         expected=lines_text(lines),
                          compare=ctx.compare())],
         tools=("awk", "wc"), notes=(SKIP_APP,))
 

@@ -16,7 +16,7 @@ from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import Accounts, CsvTable, FileTree, Report, TreeFile
 from taskloom.generators.procedural.checks import Assertion, FileText, PathState, UsersExist
 from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
-from taskloom.generators.procedural.world import DAY, EPOCH_NOW, q
+from taskloom.generators.procedural.world import DAY, EPOCH_NOW, lines_text, q
 
 # Policies whose modes survive `cp` under umask 022, so copies made later still match.
 POLICIES = ((0o755, 0o755, 0o644), (0o750, 0o750, 0o640), (0o700, 0o700, 0o600))
@@ -291,7 +291,7 @@ def find_world_writable(ctx: StepContext, source) -> StepResult:
                       lines=lines),
         instruction=sentence, solution=solution,
         checks=[FileText(f"{out} lists the world-writable files", path=out,
-                         expected="".join(line + "\n" for line in lines),
+                         expected=lines_text(lines),
                          compare=ctx.compare())],
         tools=("find", "sort"))
 

@@ -19,7 +19,7 @@ from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import FileTree, Script, TextFile, TreeFile
 from taskloom.generators.procedural.checks import Assertion, Modes
 from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
-from taskloom.generators.procedural.world import q
+from taskloom.generators.procedural.world import lines_text, q
 
 TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9]{2,}")
 TEXT_EXTENSIONS = frozenset(("md", "txt", "html", "css", "js", "svg", "csv", "tsv", "json",
@@ -203,14 +203,10 @@ def batch_convert(ctx: StepContext, source) -> StepResult:
         tools=("find", "bash", "sed"))
 
 
-def _text(lines) -> str:
-    return "".join(line + "\n" for line in lines)
-
-
 def _top(lines: list[str], count: int) -> str:
     counts = Counter(line for line in lines if line.strip())
     ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0].encode()))[:count]
-    return _text(f"{n} {line}" for line, n in ranked)
+    return lines_text(f"{n} {line}" for line, n in ranked)
 
 
 TOOLS = {
@@ -254,11 +250,11 @@ def _run_tool(kind: str, args: tuple[str, ...], lines: list[str]) -> str:
     if kind == "count":
         return f"{sum(args[0] in line for line in lines)}\n"
     if kind == "match":
-        return _text(f"{n}:{line}" for n, line in enumerate(lines, 1) if args[0] in line)
+        return lines_text(f"{n}:{line}" for n, line in enumerate(lines, 1) if args[0] in line)
     if kind == "top":
         return _top(lines, int(args[0]))
     first, last = int(args[0]), int(args[1])
-    return _text(lines[first - 1:last])
+    return lines_text(lines[first - 1:last])
 
 
 def _fixture(ctx: StepContext) -> list[str]:
@@ -320,7 +316,7 @@ def write_tool(ctx: StepContext, source) -> StepResult:
         f"bash script {out} takes the arguments `{usage}` and {contract}. {rules}",
     ]) + ctx.hint("check $#, then grep -F / sort | uniq -c / sed -n")
     script = ["#!/bin/bash", *TOOL_CODE[kind]]
-    solution = (f"cat > {q(out)} <<'TASKLOOM_TOOL'\n" + _text(script) + "TASKLOOM_TOOL\n"
+    solution = (f"cat > {q(out)} <<'TASKLOOM_TOOL'\n" + lines_text(script) + "TASKLOOM_TOOL\n"
                 f"chmod 755 {q(out)}")
     sample = runs[0]
     return StepResult(
@@ -328,7 +324,7 @@ def write_tool(ctx: StepContext, source) -> StepResult:
                           sample=sample, sample_output=cases[0][1] or ""),
         instruction=sentence, solution=solution,
         checks=[ToolRuns(f"{out} follows its contract", program=out, cases=tuple(cases),
-                         fixture=_text(fixture),
+                         fixture=lines_text(fixture),
                          compare="exact" if ctx.difficulty.strictness == 3 else "lines")],
         tools=("bash", "grep", "sort", "sed"), side_effect=True)
 

@@ -26,14 +26,13 @@ from taskloom.generators.procedural.primitives.csvdata import (
     Field,
     cents,
     csv_fields,
-    lines_text,
     money,
     names,
     number,
     pick_condition,
 )
 from taskloom.generators.procedural.sources import sql_literal
-from taskloom.generators.procedural.world import q
+from taskloom.generators.procedural.world import lines_text, q
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 NEW_LABELS = ("archived", "review", "legacy", "flagged", "on-hold", "closed")
