@@ -7,24 +7,18 @@ goes to the output folder, never inside the tree it describes (that would change
 
 from __future__ import annotations
 
-import hashlib
-
 from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import ChecksumList, FileTree, Report
 from taskloom.generators.procedural.checks import FileText
-from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
-from taskloom.generators.procedural.primitives.files import (
+from taskloom.generators.procedural.primitives._trees import (
     basename,
     first_step_only,
     is_hidden,
+    sha256,
     tree_input,
 )
+from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
 from taskloom.generators.procedural.world import DAY, lines_text, q
-
-
-def sha256(data: bytes) -> str:
-    """Hex sha256 of some bytes."""
-    return hashlib.sha256(data).hexdigest()
 
 
 @primitive("integrity.make_manifest")

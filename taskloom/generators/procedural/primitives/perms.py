@@ -8,13 +8,13 @@ they can and skip paths that are gone, but always need something left to check.
 
 from __future__ import annotations
 
-import hashlib
 import posixpath
 from dataclasses import dataclass, replace
 
 from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import Accounts, CsvTable, FileTree, Report, TreeFile
 from taskloom.generators.procedural.checks import Assertion, FileText, PathState, UsersExist
+from taskloom.generators.procedural.primitives._trees import sha256
 from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
 from taskloom.generators.procedural.world import DAY, EPOCH_NOW, lines_text, q
 
@@ -24,10 +24,6 @@ SCRAMBLED = (0o600, 0o640, 0o644, 0o664, 0o666, 0o700, 0o755, 0o777)
 WORLD_WRITABLE = (0o666, 0o777, 0o646, 0o662)
 GROUP_WRITABLE = (0o664, 0o660, 0o775, 0o770)
 NOLOGIN = "/usr/sbin/nologin"
-
-
-def _sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -199,7 +195,7 @@ def set_modes(ctx: StepContext, source) -> StepResult:
         instruction=sentence, solution=solution,
         checks=[TreeModes(f"the files and directories of {tree.path} have their modes",
                           root=tree.path,
-                          files=tuple((f.relpath, _sha(f.content), f.mode) for f in result),
+                          files=tuple((f.relpath, sha256(f.content), f.mode) for f in result),
                           dirs=tuple((d, directory) for d in dirs))],
         tools=("find", "chmod"), side_effect=True)
 

@@ -9,7 +9,6 @@ has no lines: text steps cannot take it as input, installing and scheduling can.
 
 from __future__ import annotations
 
-import hashlib
 import re
 import unicodedata
 from collections import Counter
@@ -18,6 +17,7 @@ from dataclasses import dataclass, replace
 from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import FileTree, Script, TextFile, TreeFile
 from taskloom.generators.procedural.checks import Assertion, Modes
+from taskloom.generators.procedural.primitives._trees import extension, is_hidden, sha256
 from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
 from taskloom.generators.procedural.world import lines_text, q
 
@@ -100,15 +100,6 @@ class ConvertedTree(Assertion):
             "assert not missing, f'{len(missing)} converted files are missing'"]
 
 
-def _sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def _ext(relpath: str) -> str:
-    name = relpath.rsplit("/", 1)[-1]
-    return name.rsplit(".", 1)[1] if "." in name.lstrip(".") else ""
-
-
 @primitive("script.batch_convert")
 def batch_convert(ctx: StepContext, source) -> StepResult:
     """Converted copies of every file of one extension, made with a loop.
@@ -119,11 +110,11 @@ def batch_convert(ctx: StepContext, source) -> StepResult:
     if not isinstance(source, FileTree) or not source.files:
         raise NotApplicable("needs a directory tree")
     tree = source
-    hidden = {_ext(f.relpath) for f in tree.files if f.relpath.rsplit("/", 1)[-1][0] == "."}
+    hidden = {extension(f.relpath) for f in tree.files if is_hidden(f.relpath)}
     by_ext: dict[str, list[TreeFile]] = {}
     for item in tree.files:
-        ext = _ext(item.relpath)
-        if ext in TEXT_EXTENSIONS - hidden and item.relpath.rsplit("/", 1)[-1][0] != ".":
+        ext = extension(item.relpath)
+        if ext in TEXT_EXTENSIONS - hidden and not is_hidden(item.relpath):
             by_ext.setdefault(ext, []).append(item)
     if not by_ext:
         raise NotApplicable("no text files to convert")
@@ -198,7 +189,7 @@ def batch_convert(ctx: StepContext, source) -> StepResult:
                         files=result),
         instruction=sentence, solution=solution,
         checks=[ConvertedTree(f"{dest} holds the converted *.{ext} files", root=dest,
-                              files=tuple((a.relpath, _sha(a.content), _sha(b.content))
+                              files=tuple((a.relpath, sha256(a.content), sha256(b.content))
                                           for a, b in zip(targets, result, strict=True)))],
         tools=("find", "bash", "sed"))
 
