@@ -19,7 +19,7 @@ from taskloom.generators.procedural.primitives.base import (
     primitive,
     source,
 )
-from taskloom.generators.procedural.sources import data_dir, noisy, spaced
+from taskloom.generators.procedural.sources.common import data_dir, noisy, spaced
 from taskloom.generators.procedural.world import lines_text, q
 
 DAYS = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")

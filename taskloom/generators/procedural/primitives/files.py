@@ -34,7 +34,7 @@ from taskloom.generators.procedural.primitives._trees import (
     tree_input,
 )
 from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
-from taskloom.generators.procedural.sources import normalized_name
+from taskloom.generators.procedural.sources.trees import normalized_name
 from taskloom.generators.procedural.world import DAY, lines_text, q
 
 SIZE_STEPS_KIB = (1, 2, 4, 8, 10, 16, 32, 50, 64, 100, 128, 200, 256)

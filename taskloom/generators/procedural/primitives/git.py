@@ -24,6 +24,7 @@ from taskloom.generators.procedural.checks import (
     FileText,
 )
 from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
+from taskloom.generators.procedural.sources.common import day
 from taskloom.generators.procedural.world import EPOCH_NOW, lines_text, q
 
 ISSUE = re.compile(r"\(#(\d+)\)")
@@ -467,8 +468,6 @@ def file_history(ctx: StepContext, source) -> StepResult:
         if kind == "hash":
             lines.append(f"{hashes[index]} {_subject(commit)}")
         elif kind == "date":
-            from taskloom.generators.procedural.sources import day
-
             lines.append(f"{day(commit.date)} {_subject(commit)}")
         else:
             lines.append(_subject(commit))

@@ -31,7 +31,7 @@ from taskloom.generators.procedural.primitives._tables import (
     pick_condition,
 )
 from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
-from taskloom.generators.procedural.sources import sql_literal
+from taskloom.generators.procedural.sources.tables import sql_literal
 from taskloom.generators.procedural.world import lines_text, q
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
