@@ -8,6 +8,9 @@ Times are absolute (`find -newermt @EPOCH`), never relative to the container's c
 A step that moves or deletes files in place runs only as the first step: its checks test
 the final state, so a later in-place change would break the checks of the step that made
 the tree. From step 2 on, renaming and sorting by extension work on a copy instead.
+
+One module, though long, because it is one family: its nine primitives share these
+rules and the cutoff and time helpers below; what other families use is in `_trees`.
 """
 
 from __future__ import annotations

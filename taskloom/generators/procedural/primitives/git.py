@@ -6,6 +6,10 @@ the way git computes it. Commits a task makes (a revert, a commit on a new branc
 their date from the clock when the agent runs git: they are `NewCommit`s, whose hash is
 unknown, so no expected value ever depends on it. Every primitive names the branch it
 works on, because a previous step may have left HEAD on another one.
+
+One module, though long, because it is one family: the hash model and the two git
+assertions serve only these six primitives, and all of them follow the one rule above
+(which hashes are known in advance).
 """
 
 from __future__ import annotations

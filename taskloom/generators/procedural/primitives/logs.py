@@ -3,6 +3,9 @@
 Application log records are `TIMESTAMP LEVEL [component] message`; access logs use nginx's
 combined format. Inputs may hold malformed lines (noise): every solution selects records by
 their shape (`VALID_APP` / the status field), and the instruction says to skip the rest.
+
+One module, though long, because it is one family (the graph's `logs.*` skills): its
+thirteen primitives share those record shapes and skip notes.
 """
 
 from __future__ import annotations
