@@ -93,7 +93,7 @@ def test_specification_levels_read_differently():
 def test_large_data_stays_within_a_task_budget():
     """Data volume 3 means more files and records, not tens of megabytes: a file tree holds
     at most TREE_BYTES of large files, so even a task that copies its tree stays a few MB."""
-    from taskloom.generators.procedural.sources import TREE_BYTES
+    from taskloom.generators.procedural.sources.trees import TREE_BYTES
 
     fixed = {name: 1 for name in DIMENSIONS} | {"data_volume": 3, "steps": 2}
     planner = ProceduralPlanner(GRAPH, PlanSettings(seed=5, difficulty=fixed))

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from taskloom.generators.procedural.world import lines_text
+
 
 @dataclass(frozen=True, eq=False)
 class Artifact:
@@ -30,7 +32,7 @@ class TextFile(Artifact):
 
     def text(self) -> str:
         """The file content, one line per line, newline-terminated."""
-        return "".join(line + "\n" for line in self.lines)
+        return lines_text(self.lines)
 
 
 @dataclass(frozen=True)
@@ -101,7 +103,7 @@ class CsvTable(Artifact):
 
     def text(self) -> str:
         """The file content (no quoting: generated values never hold commas or quotes)."""
-        return "".join(",".join(row) + "\n" for row in (self.header, *self.rows))
+        return lines_text(",".join(row) for row in (self.header, *self.rows))
 
     def column(self, name: str) -> int:
         """Index of a column."""

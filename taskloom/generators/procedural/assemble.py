@@ -17,7 +17,7 @@ import json
 
 from taskloom.errors import NoDraft
 from taskloom.generators.procedural.artifacts import Artifact
-from taskloom.generators.procedural.checks import TEST_SH, Check, render_tests
+from taskloom.generators.procedural.checks import TEST_SH, Assertion, render_tests
 from taskloom.generators.procedural.domains import domain as get_domain
 from taskloom.generators.procedural.primitives import PRIMITIVES, SOURCES
 from taskloom.generators.procedural.primitives.base import StepContext, StepResult
@@ -39,7 +39,7 @@ class Assembled:
 
     instruction: str
     solution: str
-    checks: list[Check]
+    checks: list[Assertion]
     world: World
     tools: tuple[str, ...]
     answers: tuple[str, ...]

@@ -1,6 +1,9 @@
-"""Checks: what the tests assert, as data, rendered into one pytest file.
+"""Assertions: what a task's tests assert, as data, rendered into one pytest file.
 
-Expected values are computed by primitives at generation time; a check only embeds them.
+Each `Assertion` renders as one test function; `models.Check` is a different thing (one
+validation check of a whole task). Expected values are computed by primitives at
+generation time; an assertion only embeds them.
+
 `compare` for text follows the task's output strictness:
 - `set`: lines compared as a multiset, whitespace at line ends ignored (strictness 1);
 - `lines`: same lines in the same order, whitespace at line ends ignored (strictness 2);
@@ -56,8 +59,8 @@ def _slug(text: str) -> str:
 
 
 @dataclass(frozen=True)
-class Check:
-    """Base of every check: a named assertion about the final state."""
+class Assertion:
+    """Base of every assertion: one named test of the final state."""
 
     label: str  # what it verifies, e.g. "errors.txt holds the ERROR lines"
 
@@ -91,7 +94,7 @@ def _answer_lines(text: str) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
-class FileText(Check):
+class FileText(Assertion):
     """A file holds exactly this text (under `compare`)."""
 
     path: str = ""
@@ -107,7 +110,7 @@ class FileText(Check):
 
 
 @dataclass(frozen=True)
-class CommandText(Check):
+class CommandText(Assertion):
     """A command's stdout is this text (under `compare`); used for sqlite3, git, crontab."""
 
     argv: tuple[str, ...] = ()
@@ -123,7 +126,7 @@ class CommandText(Check):
 
 
 @dataclass(frozen=True)
-class PathState(Check):
+class PathState(Assertion):
     """A path exists as a file/dir, or does not exist."""
 
     path: str = ""
@@ -137,7 +140,7 @@ class PathState(Check):
 
 
 @dataclass(frozen=True)
-class TreeListing(Check):
+class TreeListing(Assertion):
     """The files below a directory are exactly these relative paths."""
 
     root: str = ""
@@ -151,14 +154,14 @@ class TreeListing(Check):
 
 
 @dataclass(frozen=True)
-class FileDigests(Check):
+class FileDigests(Assertion):
     """Files hold exactly these bytes (compared by sha256)."""
 
     digests: tuple[tuple[str, str], ...] = ()  # (path, sha256)
 
     @staticmethod
     def of(label: str, files: dict[str, bytes]) -> FileDigests:
-        """A check that each path holds the given bytes."""
+        """An assertion that each path holds the given bytes."""
         return FileDigests(label=label, digests=tuple(
             (path, hashlib.sha256(data).hexdigest()) for path, data in sorted(files.items())))
 
@@ -168,14 +171,14 @@ class FileDigests(Check):
 
 
 @dataclass(frozen=True)
-class GzipContents(Check):
+class GzipContents(Assertion):
     """Gzip files decompress to exactly these bytes (compared by sha256)."""
 
     digests: tuple[tuple[str, str], ...] = ()  # (path, sha256 of the decompressed bytes)
 
     @staticmethod
     def of(label: str, files: dict[str, bytes]) -> GzipContents:
-        """A check that each .gz path decompresses to the given bytes."""
+        """An assertion that each .gz path decompresses to the given bytes."""
         return GzipContents(label=label, digests=tuple(
             (path, hashlib.sha256(data).hexdigest()) for path, data in sorted(files.items())))
 
@@ -187,7 +190,7 @@ class GzipContents(Check):
 
 
 @dataclass(frozen=True)
-class Modes(Check):
+class Modes(Assertion):
     """Permission bits, and optionally owner and group, of paths."""
 
     modes: tuple[tuple[str, int], ...] = ()
@@ -208,7 +211,7 @@ class Modes(Check):
 
 
 @dataclass(frozen=True)
-class ArchiveMembers(Check):
+class ArchiveMembers(Assertion):
     """An archive holds exactly these members, with these bytes."""
 
     path: str = ""
@@ -237,7 +240,7 @@ class ArchiveMembers(Check):
 
 
 @dataclass(frozen=True)
-class JsonValue(Check):
+class JsonValue(Assertion):
     """A JSON file parses to this value (lists compared in order unless `ordered` is off)."""
 
     path: str = ""
@@ -258,7 +261,7 @@ class JsonValue(Check):
 
 
 @dataclass(frozen=True)
-class UsersExist(Check):
+class UsersExist(Assertion):
     """Users exist with these shells and (at least) these groups."""
 
     users: tuple[tuple[str, str, tuple[str, ...]], ...] = field(default=())
@@ -272,7 +275,7 @@ class UsersExist(Check):
                 "    assert set(groups) <= member_of, (name, member_of)"]
 
 
-def render_tests(checks: list[Check]) -> str:
+def render_tests(checks: list[Assertion]) -> str:
     """The whole tests/test_outputs.py for a task."""
     functions = [check.render(number) for number, check in enumerate(checks, start=1)]
     return HEADER + "\n\n" + "\n\n".join(functions)

@@ -22,6 +22,11 @@ def q(path: str) -> str:
     return shlex.quote(path)
 
 
+def lines_text(lines) -> str:
+    """Lines as file text: each line newline-terminated, so the last one too."""
+    return "".join(line + "\n" for line in lines)
+
+
 @dataclass
 class FileSpec:
     """One file of the environment."""

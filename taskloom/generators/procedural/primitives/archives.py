@@ -9,7 +9,6 @@ UTF-8 flag, which Python's zipfile reads as cp437: `ArchiveMembers` undoes that.
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import posixpath
 import re
 
@@ -20,8 +19,7 @@ from taskloom.generators.procedural.checks import (
     FileText,
     TreeListing,
 )
-from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
-from taskloom.generators.procedural.primitives.files import (
+from taskloom.generators.procedural.primitives._trees import (
     basename,
     ends_with,
     ext_words,
@@ -32,14 +30,15 @@ from taskloom.generators.procedural.primitives.files import (
     moved_checks,
     mtime_check,
     name_tests,
-    text,
+    sha256,
     tree_input,
 )
-from taskloom.generators.procedural.world import DAY, q
+from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
+from taskloom.generators.procedural.world import DAY, lines_text, q
 
 
 def _digests(members) -> tuple[tuple[str, str], ...]:
-    return tuple((name, hashlib.sha256(data).hexdigest()) for name, data in members)
+    return tuple((name, sha256(data)) for name, data in members)
 
 
 def _archive_input(source) -> Archive:
@@ -205,8 +204,8 @@ def list_members(ctx: StepContext, source) -> StepResult:
                       lines=tuple(listed)),
         instruction=sentence,
         solution=f"{lister} | grep -v '/$'{strip_cmd} | LC_ALL=C sort > {q(out)}",
-        checks=[FileText(f"`{out}` lists the archive's files", path=out, expected=text(listed),
-                         compare=ctx.compare())],
+        checks=[FileText(f"`{out}` lists the archive's files", path=out,
+                         expected=lines_text(listed), compare=ctx.compare())],
         tools=("unzip" if archive.format == "zip" else "tar", "grep", "sort"))
 
 

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from taskloom.generators.procedural.artifacts import Artifact
-from taskloom.generators.procedural.checks import Check, Compare
+from taskloom.generators.procedural.checks import Assertion, Compare
 from taskloom.generators.procedural.domains import Domain
 from taskloom.generators.procedural.world import World
 from taskloom.generators.protocols import Difficulty
@@ -33,7 +33,7 @@ class StepResult:
     output: Artifact
     instruction: str  # imperative sentence(s) naming the output path and format
     solution: str  # bash lines
-    checks: list[Check]
+    checks: list[Assertion]
     tools: tuple[str, ...]
     notes: tuple[str, ...] = ()  # extra instruction notes (malformed lines, formats)
     side_effect: bool = False  # its checks always run, even when its output is intermediate

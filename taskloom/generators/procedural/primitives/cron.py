@@ -12,15 +12,15 @@ from typing import ClassVar
 
 from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import CronJob, Report, Script, TextFile
-from taskloom.generators.procedural.checks import Check, FileText
+from taskloom.generators.procedural.checks import Assertion, FileText
 from taskloom.generators.procedural.primitives.base import (
     StepContext,
     StepResult,
     primitive,
     source,
 )
-from taskloom.generators.procedural.sources import data_dir, noisy, spaced
-from taskloom.generators.procedural.world import q
+from taskloom.generators.procedural.sources.common import data_dir, noisy, spaced
+from taskloom.generators.procedural.world import lines_text, q
 
 DAYS = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")
 SYSTEM_USERS = ("root", "www-data", "backup", "nobody")
@@ -81,7 +81,7 @@ def entries(text):
 
 
 @dataclass(frozen=True)
-class CrontabEntry(Check):
+class CrontabEntry(Assertion):
     """A user's crontab runs a command on a schedule, once, and kept its earlier lines.
 
     The command is compared as shell words, the schedule as the sets of times it matches.
@@ -160,7 +160,7 @@ def schedule_script(ctx: StepContext, source) -> StepResult:
             kept.append(f"@reboot /usr/bin/logger {ctx.domain.name} host up")
         kept_entries = len(kept) - 2
         staging = f"/tmp/taskloom-cron/{user}"
-        ctx.world.add(staging, "".join(line + "\n" for line in kept))
+        ctx.world.add(staging, lines_text(kept))
         ctx.world.commands.append(f"crontab -u {q(user)} {q(staging)} && rm -rf /tmp/taskloom-cron")
     owner = "root's crontab" if user == "root" else f"the crontab of the user `{user}`"
     keep = " Keep the entries that crontab already has." if kept else ""
@@ -263,7 +263,7 @@ def crontab_file(ctx: StepContext) -> CrontabFile:
                                          f"@reboot root /usr/local/bin/{host}-init")))
         lines.append("")
     path = f"{data_dir(ctx, 'inventory')}/{spaced(ctx, 'crontabs.txt')}"
-    ctx.world.add(path, "".join(line + "\n" for line in lines))
+    ctx.world.add(path, lines_text(lines))
     return CrontabFile(path=path, phrase=f"the collected crontabs in {path}",
                        lines=tuple(lines), entries=tuple(entries))
 
@@ -324,6 +324,6 @@ def audit_jobs(ctx: StepContext, source) -> StepResult:
                       f"during hour {hour:02d}", lines=lines),
         instruction=sentence, solution=solution,
         checks=[FileText(f"{out} lists the jobs of hour {hour}", path=out,
-                         expected="".join(line + "\n" for line in lines),
+                         expected=lines_text(lines),
                          compare=ctx.compare(order_matters=True))],
         tools=("awk",), notes=(definition,))

@@ -8,78 +8,39 @@ Times are absolute (`find -newermt @EPOCH`), never relative to the container's c
 A step that moves or deletes files in place runs only as the first step: its checks test
 the final state, so a later in-place change would break the checks of the step that made
 the tree. From step 2 on, renaming and sorting by extension work on a copy instead.
+
+One module, though long, because it is one family: its nine primitives share these
+rules and the cutoff and time helpers below; what other families use is in `_trees`.
 """
 
 from __future__ import annotations
 
 import fnmatch
 from collections import defaultdict
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import FileTree, Report, TreeFile
-from taskloom.generators.procedural.checks import Check, FileDigests, FileText, TreeListing
+from taskloom.generators.procedural.checks import FileText, TreeListing
+from taskloom.generators.procedural.primitives._trees import (
+    basename,
+    ends_with,
+    ext_words,
+    extension,
+    extension_choice,
+    first_step_only,
+    is_hidden,
+    moved_checks,
+    mtime_check,
+    name_tests,
+    sha256,
+    tree_input,
+)
 from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
-from taskloom.generators.procedural.sources import normalized_name
-from taskloom.generators.procedural.world import DAY, q
+from taskloom.generators.procedural.sources.trees import normalized_name
+from taskloom.generators.procedural.world import DAY, lines_text, q
 
 SIZE_STEPS_KIB = (1, 2, 4, 8, 10, 16, 32, 50, 64, 100, 128, 200, 256)
-
-
-@dataclass(frozen=True)
-class Mtimes(Check):
-    """Files have these modification times (whole epoch seconds)."""
-
-    mtimes: tuple[tuple[str, int], ...] = ()  # (path, epoch)
-
-    def body(self) -> list[str]:
-        """Lines of the test function body."""
-        return [f"for path, mtime in {list(self.mtimes)!r}:",
-                "    assert int(os.stat(path).st_mtime) == mtime, (path, os.stat(path).st_mtime)"]
-
-
-def mtime_check(label: str, root: str, files, most: int = 6) -> list[Check]:
-    """A check of preserved modification times on some files (none when times are unknown)."""
-    known = [f for f in files if f.mtime is not None][:most]
-    return [Mtimes(label, mtimes=tuple((f"{root}/{f.relpath}", f.mtime) for f in known))] \
-        if known else []
-
-
-def tree_input(source, *, mtimes: bool = False) -> FileTree:
-    """The input as a non-empty file tree (with known mtimes when asked)."""
-    if not isinstance(source, FileTree) or not source.files:
-        raise NotApplicable("needs a non-empty file tree")
-    if mtimes and any(f.mtime is None for f in source.files):
-        raise NotApplicable("needs files whose modification times are known")
-    return source
-
-
-def first_step_only(ctx: StepContext, why: str) -> None:
-    """Refuse to work on a tree that an earlier step made (and checks)."""
-    if ctx.step != 1:
-        raise NotApplicable(f"{why}; only as the first step")
-
-
-def basename(relpath: str) -> str:
-    """The file name part of a relative path."""
-    return relpath.rpartition("/")[2]
-
-
-def extension(relpath: str) -> str:
-    """The text after the last dot of the file name ('' when there is none)."""
-    name = basename(relpath)
-    return name.rpartition(".")[2] if "." in name.lstrip(".") else ""
-
-
-def is_hidden(relpath: str) -> bool:
-    """True for a dot file (a name starting with a dot)."""
-    return basename(relpath).startswith(".")
-
-
-def text(lines) -> str:
-    """Lines as file content, each newline-terminated."""
-    return "".join(line + "\n" for line in lines)
 
 
 def stamp(epoch: int) -> str:
@@ -105,17 +66,6 @@ def midnight_cutoff(ctx: StepContext, tree: FileTree) -> int:
     if not usable:
         raise NotApplicable("no date separates old files from new ones")
     return ctx.rng.choice(usable)
-
-
-def moved_checks(label: str, root: str, files: list[TreeFile],
-                 changed: list[TreeFile]) -> list[Check]:
-    """The listing of a tree after a step, and the bytes of the files it moved or wrote."""
-    checks: list[Check] = [TreeListing(label, root=root,
-                                       expected=tuple(f.relpath for f in files))]
-    if changed:
-        checks.append(FileDigests.of(f"the files under {root} keep their content",
-                                     {f"{root}/{f.relpath}": f.content for f in changed}))
-    return checks
 
 
 @primitive("files.find_large")
@@ -159,7 +109,7 @@ def find_large(ctx: StepContext, source) -> StepResult:
         solution=(f"find {q(tree.path)} -type f -size +{limit}c -printf '{fmt}' | "
                   f"LC_ALL=C sort -k1,1nr -k2 > {q(out)}"),
         checks=[FileText(f"`{out}` lists the files larger than {kib} KiB", path=out,
-                         expected=text(lines), compare=ctx.compare(order_matters=True))],
+                         expected=lines_text(lines), compare=ctx.compare(order_matters=True))],
         tools=("find", "sort"))
 
 
@@ -207,41 +157,9 @@ def find_old(ctx: StepContext, source) -> StepResult:
         instruction=sentence,
         solution=f"{listing} > {q(out)}",
         checks=[FileText(f"`{out}` lists the files older than the cutoff", path=out,
-                         expected=text(lines),
+                         expected=lines_text(lines),
                          compare=ctx.compare(order_matters=layout == "oldest"))],
         tools=("find", "sort", "cut") if layout == "oldest" else ("find", "sort"))
-
-
-def extension_choice(ctx: StepContext, tree: FileTree, most: int) -> list[str]:
-    """One or more extensions that match some files of the tree but not all."""
-    counts: dict[str, int] = defaultdict(int)
-    for f in tree.files:
-        if extension(f.relpath):
-            counts[extension(f.relpath)] += 1
-    options = sorted(ext for ext in counts if counts[ext] < len(tree.files))
-    if not options:
-        raise NotApplicable("no extension matches only part of the files")
-    chosen = ctx.rng.sample(options, min(len(options), ctx.rng.randint(1, most)))
-    if sum(counts[ext] for ext in chosen) >= len(tree.files):
-        chosen = chosen[:1]
-    return sorted(chosen)
-
-
-def ends_with(relpath: str, extensions: list[str]) -> bool:
-    """True when the file name ends in `.EXT` for one of the extensions."""
-    return any(basename(relpath).endswith("." + ext) for ext in extensions)
-
-
-def name_tests(extensions: list[str]) -> str:
-    """The find tests selecting file names that end in one of the extensions."""
-    tests = " -o ".join(f"-name {q('*.' + ext)}" for ext in extensions)
-    return f"\\( {tests} \\)" if len(extensions) > 1 else tests
-
-
-def ext_words(extensions: list[str]) -> str:
-    """The extensions for a sentence: `.a`, `.b` or `.c`."""
-    names = [f"`.{ext}`" for ext in extensions]
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
 
 
 @primitive("files.find_by_extension")
@@ -273,7 +191,7 @@ def find_by_extension(ctx: StepContext, source) -> StepResult:
         instruction=sentence,
         solution=(f"find {q(tree.path)} -type f {name_tests(extensions)} -printf '{fmt}' | "
                   f"LC_ALL=C sort > {q(out)}"),
-        checks=[FileText(f"`{out}` lists the {words} files", path=out, expected=text(lines),
+        checks=[FileText(f"`{out}` lists the {words} files", path=out, expected=lines_text(lines),
                          compare=ctx.compare())],
         tools=("find", "sort"))
 
@@ -353,8 +271,6 @@ def _duplicate_groups(tree: FileTree) -> list[list[TreeFile]]:
 @primitive("files.find_duplicates")
 def find_duplicates(ctx: StepContext, source) -> StepResult:
     """Group the files with identical content."""
-    import hashlib
-
     tree = tree_input(source)
     groups = _duplicate_groups(tree)
     if not groups:
@@ -365,7 +281,7 @@ def find_duplicates(ctx: StepContext, source) -> StepResult:
     listing = (f"(cd {q(tree.path)} && find . -type f ! -name '.*' ! -empty -printf "
                "'%P\\0' | xargs -0 -r sha256sum) |\n  LC_ALL=C sort")
     if layout == "blocks":
-        blocks = sorted([f"{hashlib.sha256(f.content).hexdigest()}  {f.relpath}"
+        blocks = sorted([f"{sha256(f.content)}  {f.relpath}"
                          for f in group] for group in groups)
         lines = tuple(line for number, block in enumerate(blocks)
                       for line in ([""] if number else []) + block)
@@ -387,7 +303,7 @@ def find_duplicates(ctx: StepContext, source) -> StepResult:
         phrase = (f"the groups of duplicated files of {tree.phrase} (blocks of `HASH  PATH` "
                   "lines separated by empty lines)")
     elif layout == "adjacent":
-        lines = tuple(sorted(f"{hashlib.sha256(f.content).hexdigest()}  {f.relpath}"
+        lines = tuple(sorted(f"{sha256(f.content)}  {f.relpath}"
                              for group in groups for f in group))
         out = ctx.output_path("duplicates", "txt")
         sentence = ctx.phrase([
@@ -431,7 +347,7 @@ def find_duplicates(ctx: StepContext, source) -> StepResult:
     return StepResult(
         output=Report(path=out, phrase=phrase, lines=lines),
         instruction=sentence, solution=solution,
-        checks=[FileText(f"`{out}` lists the duplicates", path=out, expected=text(lines),
+        checks=[FileText(f"`{out}` lists the duplicates", path=out, expected=lines_text(lines),
                          compare=ctx.compare(order_matters=True))],
         tools=("find", "sha256sum", "sort", tool))
 
@@ -553,7 +469,7 @@ def usage_by_folder(ctx: StepContext, source) -> StepResult:
                       f"{tree.phrase}, as {line_format} lines", lines=lines),
         instruction=sentence, solution=solution,
         checks=[FileText(f"`{out}` reports the usage of each folder", path=out,
-                         expected=text(lines), compare=ctx.compare(order_matters=True))],
+                         expected=lines_text(lines), compare=ctx.compare(order_matters=True))],
         tools=("find", "du", "awk", "sort"))
 
 

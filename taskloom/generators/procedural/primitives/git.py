@@ -6,6 +6,10 @@ the way git computes it. Commits a task makes (a revert, a commit on a new branc
 their date from the clock when the agent runs git: they are `NewCommit`s, whose hash is
 unknown, so no expected value ever depends on it. Every primitive names the branch it
 works on, because a previous step may have left HEAD on another one.
+
+One module, though long, because it is one family: the hash model and the two git
+assertions serve only these six primitives, and all of them follow the one rule above
+(which hashes are known in advance).
 """
 
 from __future__ import annotations
@@ -19,12 +23,13 @@ from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import Archive, Commit, GitRepo, Report
 from taskloom.generators.procedural.checks import (
     ArchiveMembers,
-    Check,
+    Assertion,
     CommandText,
     FileText,
 )
 from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
-from taskloom.generators.procedural.world import EPOCH_NOW, q
+from taskloom.generators.procedural.sources.common import day
+from taskloom.generators.procedural.world import EPOCH_NOW, lines_text, q
 
 ISSUE = re.compile(r"\(#(\d+)\)")
 IDENTITIES = (("Release Bot", "release-bot"), ("Build Keeper", "build-keeper"),
@@ -52,7 +57,7 @@ class GitOutput(CommandText):
 
 
 @dataclass(frozen=True)
-class BranchCommit(Check):
+class BranchCommit(Assertion):
     """The commit a step made on a new branch, wherever the branch tip is now.
 
     The first commit of `base..branch` sits on base's tip, is made by `identity`, has
@@ -83,10 +88,6 @@ class BranchCommit(Check):
             "assert _run(git + ['diff-tree', '--no-commit-id', '--name-only', '-r', first]) == "
             f"{self.path + chr(10)!r}",
             f"assert _run(git + ['show', first + ':' + {self.path!r}]) == {self.content!r}"]
-
-
-def _text(lines) -> str:
-    return "".join(line + "\n" for line in lines)
 
 
 def _repo(source) -> GitRepo:
@@ -242,7 +243,7 @@ def find_commit(ctx: StepContext, source) -> StepResult:
                       f"{'s' if how == 'all' else ''} of {which}" if with_subject else
                       f"the hash of {which}", lines=lines),
         instruction=sentence, solution=solution,
-        checks=[FileText(f"{out} names the commit", path=out, expected=_text(lines),
+        checks=[FileText(f"{out} names the commit", path=out, expected=lines_text(lines),
                          compare="exact" if ctx.difficulty.strictness == 3 else "lines")],
         tools=("git",))
 
@@ -291,7 +292,7 @@ def author_stats(ctx: StepContext, source) -> StepResult:
     return StepResult(
         output=Report(path=out, phrase=phrase, lines=lines),
         instruction=sentence, solution=solution,
-        checks=[FileText(f"{out} counts commits per author", path=out, expected=_text(lines),
+        checks=[FileText(f"{out} counts commits per author", path=out, expected=lines_text(lines),
                          compare=ctx.compare(order_matters=True))],
         tools=("git", "sort", "uniq"))
 
@@ -355,13 +356,13 @@ def revert_commit(ctx: StepContext, source) -> StepResult:
     checks = [
         GitOutput(f"{branch} ends with the revert commit", argv=(
             "git", "-C", repo.path, "log", "--format=%s", branch),
-            expected=_text(subjects), compare="lines", secret=(subjects[0],)),
+            expected=lines_text(subjects), compare="lines", secret=(subjects[0],)),
         GitOutput(f"the revert is committed as {name}", argv=(
             "git", "-C", repo.path, "log", "-1", "--format=%an <%ae>", branch),
             expected=f"{name} <{email}>\n", compare="lines"),
         GitOutput(f"the tip of {branch} holds the files before the reverted change",
                   argv=("git", "-C", repo.path, "ls-tree", "-r", "--name-only", branch),
-                  expected=_text(sorted(tree_at(after))), compare="set"),
+                  expected=lines_text(sorted(tree_at(after))), compare="set"),
         CommandText("the working tree is clean", argv=(
             "git", "-C", repo.path, "status", "--porcelain"), expected="", compare="lines"),
     ]
@@ -436,7 +437,7 @@ def branch_commit(ctx: StepContext, source) -> StepResult:
                      path=path, content=content),
         GitOutput(f"{old} is unchanged", argv=(
             "git", "-C", repo.path, "log", "--format=%s", old),
-            expected=_text(_subject(c) for c in reversed(repo.commits)), compare="lines"),
+            expected=lines_text(_subject(c) for c in reversed(repo.commits)), compare="lines"),
         CommandText("the working tree is clean", argv=(
             "git", "-C", repo.path, "status", "--porcelain"), expected="", compare="lines"),
     ]
@@ -471,8 +472,6 @@ def file_history(ctx: StepContext, source) -> StepResult:
         if kind == "hash":
             lines.append(f"{hashes[index]} {_subject(commit)}")
         elif kind == "date":
-            from taskloom.generators.procedural.sources import day
-
             lines.append(f"{day(commit.date)} {_subject(commit)}")
         else:
             lines.append(_subject(commit))
@@ -494,7 +493,7 @@ def file_history(ctx: StepContext, source) -> StepResult:
                       lines=tuple(lines)),
         instruction=sentence, solution=solution,
         checks=[FileText(f"{out} lists the history of {path}", path=out,
-                         expected=_text(lines), compare=ctx.compare(order_matters=True))],
+                         expected=lines_text(lines), compare=ctx.compare(order_matters=True))],
         tools=("git",))
 
 

@@ -7,25 +7,18 @@ goes to the output folder, never inside the tree it describes (that would change
 
 from __future__ import annotations
 
-import hashlib
-
 from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import ChecksumList, FileTree, Report
 from taskloom.generators.procedural.checks import FileText
-from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
-from taskloom.generators.procedural.primitives.files import (
+from taskloom.generators.procedural.primitives._trees import (
     basename,
     first_step_only,
     is_hidden,
-    text,
+    sha256,
     tree_input,
 )
-from taskloom.generators.procedural.world import DAY, q
-
-
-def sha256(data: bytes) -> str:
-    """Hex sha256 of some bytes."""
-    return hashlib.sha256(data).hexdigest()
+from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
+from taskloom.generators.procedural.world import DAY, lines_text, q
 
 
 @primitive("integrity.make_manifest")
@@ -62,7 +55,7 @@ def make_manifest(ctx: StepContext, source) -> StepResult:
         instruction=sentence,
         solution=(f"(cd {q(tree.path)} && find . -type f{hidden} -printf '%P\\0' | "
                   f"LC_ALL=C sort -z | xargs -0 -r sha256sum) > {q(out)}"),
-        checks=[FileText(f"`{out}` is the sha256 manifest", path=out, expected=text(lines),
+        checks=[FileText(f"`{out}` is the sha256 manifest", path=out, expected=lines_text(lines),
                          compare=ctx.compare(order_matters=True))],
         tools=("find", "sort", "sha256sum"))
 
@@ -124,7 +117,7 @@ def verify_manifest(ctx: StepContext, source) -> StepResult:
                       lines=lines),
         instruction=sentence, solution=solution,
         checks=[FileText(f"`{out}` reports the verification ({summary or 'all OK'})", path=out,
-                         expected=text(lines), compare=ctx.compare())],
+                         expected=lines_text(lines), compare=ctx.compare())],
         tools=("sha256sum", "grep", "sed", "sort"))
 
 
@@ -195,6 +188,6 @@ def compare_trees(ctx: StepContext, source) -> StepResult:
         output=Report(path=out, phrase=f"the `STATUS PATH` lines of the differences between "
                       f"{tree.phrase} and its copy `{copy}`", lines=lines),
         instruction=sentence, solution=solution,
-        checks=[FileText(f"`{out}` lists the differences", path=out, expected=text(lines),
+        checks=[FileText(f"`{out}` lists the differences", path=out, expected=lines_text(lines),
                          compare=ctx.compare(order_matters=True))],
         tools=("find", "sort", "diff", "comm", "cmp"))

@@ -15,22 +15,28 @@ from collections import Counter
 from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import CsvTable, JsonDoc, Report, TextFile
 from taskloom.generators.procedural.checks import FileText, JsonValue
-from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
-from taskloom.generators.procedural.primitives.csvdata import (
+from taskloom.generators.procedural.primitives._tables import (
     DECIMAL,
-    Field,
+    ColumnValues,
     derive,
-    jq_text,
-    lines_text,
     names,
     number,
     pick_condition,
+    sort_options,
 )
-from taskloom.generators.procedural.world import q
+from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
+from taskloom.generators.procedural.world import lines_text, q
 
 CSV_UNSAFE = re.compile(r'[,"\n\r]')  # values CSV cannot hold without quoting
 NUMBER_FORMAT = ("numbers in their shortest form: no trailing zeros after the decimal point, "
                  "and no decimal point at all for whole numbers")
+
+
+def jq_text(value) -> str:
+    """A JSON value as `jq -r` / `tostring` prints it (shortest form; 7.0 prints as 7)."""
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else repr(value)
+    return str(value)
 
 
 def _records(source) -> JsonDoc:
@@ -42,7 +48,7 @@ def _records(source) -> JsonDoc:
     return source
 
 
-def json_fields(doc: JsonDoc) -> list[Field]:
+def json_fields(doc: JsonDoc) -> list[ColumnValues]:
     """The keys of the objects with their kinds."""
     fields = []
     for key in doc.records[0]:
@@ -56,7 +62,7 @@ def json_fields(doc: JsonDoc) -> list[Field]:
             kind = "text"
         else:
             kind = "other"
-        fields.append(Field(key, kind, values))
+        fields.append(ColumnValues(key, kind, values))
     return [f for f in fields if f.kind != "other"]
 
 
@@ -215,14 +221,7 @@ def group_count(ctx: StepContext, source) -> StepResult:
 def sort_records(ctx: StepContext, source) -> StepResult:
     """Order an array of objects by a field (a stable sort)."""
     doc = _records(source)
-    options = []
-    for field in json_fields(doc):
-        if field.numeric:
-            options += [(field, False), (field, True)]
-        elif field.distinct() >= 2:
-            options.append((field, False))
-    ctx.rng.shuffle(options)
-    for field, descending in options:
+    for field, descending in sort_options(ctx, json_fields(doc)):
         order = sorted(range(len(doc.records)),
                        key=lambda i, f=field: number(f.values[i]) if f.numeric else f.values[i],
                        reverse=descending)
@@ -263,7 +262,7 @@ def sort_records(ctx: StepContext, source) -> StepResult:
 DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
 
 
-def _new_names(field: Field) -> tuple[str, ...]:
+def _new_names(field: ColumnValues) -> tuple[str, ...]:
     """Names a key of this kind is plausibly renamed to."""
     if field.kind == "int":
         return ("count", "units", "amount_int")

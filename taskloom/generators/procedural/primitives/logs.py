@@ -3,6 +3,9 @@
 Application log records are `TIMESTAMP LEVEL [component] message`; access logs use nginx's
 combined format. Inputs may hold malformed lines (noise): every solution selects records by
 their shape (`VALID_APP` / the status field), and the instruction says to skip the rest.
+
+One module, though long, because it is one family (the graph's `logs.*` skills): its
+thirteen primitives share those record shapes and skip notes.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from taskloom.generators.procedural.artifacts import (
 )
 from taskloom.generators.procedural.checks import FileText, GzipContents, TreeListing
 from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
-from taskloom.generators.procedural.world import DAY, EPOCH_NOW, q
+from taskloom.generators.procedural.world import DAY, EPOCH_NOW, lines_text, q
 
 VALID_APP = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z [A-Z]+ \[[^]]+\] "
 APP_AWK = '$0 ~ /' + VALID_APP.replace("/", "\\/") + '/'
@@ -49,6 +52,37 @@ def _notes(ctx: StepContext, source, note: str) -> tuple[str, ...]:
     return (note,) if len(source.lines) != len(source.records) else ()
 
 
+def _count_report(ctx: StepContext, log, counts: Counter, *, out: str, sentence: str,
+                  phrase: str, label: str, select: str, field: int, note: str,
+                  ranked: bool = False, top: int | None = None,
+                  numeric: bool = False) -> StepResult:
+    """A step that writes `KEY COUNT` lines: how many records share each value of a field.
+
+    The caller keeps its own phrasings, output path, report phrase and check label; this
+    builds the lines and the `awk | sort | uniq -c` solution. `select` is the awk condition
+    on the records counted and `field` the awk field of the key. Lines are in key order
+    (`numeric`: keys sorted as numbers), or `ranked`: most records first, ties by key, cut
+    to the first `top`.
+    """
+    if ranked:
+        items = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:top]
+    else:
+        items = [(key, counts[key]) for key in sorted(counts)]
+    lines = tuple(f"{key} {count}" for key, count in items)
+    rank = " | sort -k2,2nr -k1,1" if ranked else ""
+    head = f" | head -n {top}" if top else ""
+    return StepResult(
+        output=Report(path=out, phrase=phrase, lines=lines),
+        instruction=sentence,
+        solution=(f"awk '{select} {{print ${field}}}' {q(log.path)} | "
+                  f"{'sort -n' if numeric else 'sort'} | uniq -c | "
+                  f"awk '{{print $2, $1}}'{rank}{head} > {q(out)}"),
+        checks=[FileText(label, path=out, expected=lines_text(lines),
+                         compare=ctx.compare(order_matters=ranked))],
+        tools=("awk", "sort", "uniq", "head") if top else ("awk", "sort", "uniq"),
+        notes=_notes(ctx, log, note))
+
+
 @primitive("logs.filter_level")
 def filter_level(ctx: StepContext, source) -> StepResult:
     """Keep the records of one level."""
@@ -71,7 +105,7 @@ def filter_level(ctx: StepContext, source) -> StepResult:
         instruction=sentence,
         solution=f"awk '{APP_AWK} && $2 == \"{level}\"' {q(log.path)} > {q(out)}",
         checks=[FileText(f"`{out}` holds the {level} records", path=out,
-                         expected="".join(line + "\n" for line in lines),
+                         expected=lines_text(lines),
                          compare=ctx.compare(order_matters=True))],
         tools=("awk",), notes=_notes(ctx, log, SKIP_APP))
 
@@ -81,7 +115,6 @@ def count_by_level(ctx: StepContext, source) -> StepResult:
     """Count records per level."""
     log = _app_input(source)
     counts = Counter(r.level for r in log.records)
-    lines = tuple(f"{level} {counts[level]}" for level in sorted(counts))
     out = ctx.output_path("level-counts", "txt")
     sentence = ctx.phrase([
         f"Count the records of each log level in {log.phrase} and write `LEVEL COUNT` lines "
@@ -91,18 +124,11 @@ def count_by_level(ctx: StepContext, source) -> StepResult:
         f"Produce `{out}` with a line `LEVEL COUNT` for every level present in {log.phrase}, "
         "ordered alphabetically by level.",
     ]) + ctx.hint("awk and sort | uniq -c")
-    return StepResult(
-        output=Report(
-            path=out, phrase=(f"the record count per level of {log.phrase} (`LEVEL COUNT` lines, "
-                               "levels in alphabetical order)"),
-            lines=lines),
-        instruction=sentence,
-        solution=(f"awk '{APP_AWK} {{print $2}}' {q(log.path)} | sort | uniq -c | "
-                  f"awk '{{print $2, $1}}' > {q(out)}"),
-        checks=[FileText(f"`{out}` counts records per level", path=out,
-                         expected="".join(line + "\n" for line in lines),
-                         compare=ctx.compare())],
-        tools=("awk", "sort", "uniq"), notes=_notes(ctx, log, SKIP_APP))
+    return _count_report(
+        ctx, log, counts, out=out, sentence=sentence,
+        phrase=(f"the record count per level of {log.phrase} (`LEVEL COUNT` lines, levels in "
+                "alphabetical order)"),
+        label=f"`{out}` counts records per level", select=APP_AWK, field=2, note=SKIP_APP)
 
 
 @primitive("logs.time_window")
@@ -135,7 +161,7 @@ def time_window(ctx: StepContext, source) -> StepResult:
         solution=(f"awk -v a={q(start)} -v b={q(end)} '{APP_AWK} && $1 >= a && $1 < b' "
                   f"{q(log.path)} > {q(out)}"),
         checks=[FileText(f"`{out}` holds the records of the window", path=out,
-                         expected="".join(line + "\n" for line in lines),
+                         expected=lines_text(lines),
                          compare=ctx.compare(order_matters=True))],
         tools=("awk",), notes=_notes(ctx, log, SKIP_APP))
 
@@ -171,7 +197,7 @@ def extract_ids(ctx: StepContext, source) -> StepResult:
         solution=(f"awk '{APP_AWK} && $2 == \"{level}\"' {q(log.path)} | "
                   f"grep -oE '{ID_PATTERN}' > {q(out)}"),
         checks=[FileText(f"`{out}` lists the {level} identifiers", path=out,
-                         expected="".join(i + "\n" for i in ids),
+                         expected=lines_text(ids),
                          compare=ctx.compare(order_matters=True))],
         tools=("awk", "grep"), notes=_notes(ctx, log, SKIP_APP))
 
@@ -218,8 +244,6 @@ def top_clients(ctx: StepContext, source) -> StepResult:
     if len(counts) < 3:
         raise NotApplicable("too few clients")
     top = min(len(counts) - 1, ctx.pick_number(3, 5, allowed=(1, len(counts) - 1)))
-    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:top]
-    lines = tuple(f"{ip} {count}" for ip, count in ranked)
     out = ctx.output_path("top-clients", "txt")
     sentence = ctx.phrase([
         f"Find the {top} client IPs that sent the most requests in {log.phrase} and write "
@@ -230,18 +254,11 @@ def top_clients(ctx: StepContext, source) -> StepResult:
         f"Rank the clients of {log.phrase} by number of requests and save the first {top} to "
         f"`{out}` as `IP COUNT` (highest count first; equal counts ordered by IP string).",
     ]) + ctx.hint("awk '{print $1}' | sort | uniq -c | sort")
-    return StepResult(
-        output=Report(
-            path=out, phrase=(f"the {top} busiest clients of {log.phrase} (`IP COUNT` lines, "
-                               "busiest first)"),
-            lines=lines),
-        instruction=sentence,
-        solution=(f"awk '{ACCESS_AWK} {{print $1}}' {q(log.path)} | sort | uniq -c | "
-                  f"awk '{{print $2, $1}}' | sort -k2,2nr -k1,1 | head -n {top} > {q(out)}"),
-        checks=[FileText(f"`{out}` ranks the top clients", path=out,
-                         expected="".join(line + "\n" for line in lines),
-                         compare=ctx.compare(order_matters=True))],
-        tools=("awk", "sort", "uniq", "head"), notes=_notes(ctx, log, SKIP_ACCESS))
+    return _count_report(
+        ctx, log, counts, out=out, sentence=sentence,
+        phrase=f"the {top} busiest clients of {log.phrase} (`IP COUNT` lines, busiest first)",
+        label=f"`{out}` ranks the top clients", select=ACCESS_AWK, field=1, note=SKIP_ACCESS,
+        ranked=True, top=top)
 
 
 @primitive("logs.status_summary")
@@ -249,7 +266,6 @@ def status_summary(ctx: StepContext, source) -> StepResult:
     """Requests per HTTP status."""
     log = _access_input(source)
     counts = Counter(r.status for r in log.records)
-    lines = tuple(f"{status} {counts[status]}" for status in sorted(counts))
     out = ctx.output_path("status-counts", "txt")
     sentence = ctx.phrase([
         f"Count the requests per HTTP status code in {log.phrase} and write `STATUS COUNT` "
@@ -259,18 +275,12 @@ def status_summary(ctx: StepContext, source) -> StepResult:
         f"Write to `{out}` how many requests of {log.phrase} ended with each HTTP status, as "
         "`STATUS COUNT`, ordered by status code.",
     ]) + ctx.hint("the status is field 9")
-    return StepResult(
-        output=Report(
-            path=out, phrase=(f"the request count per HTTP status in {log.phrase} (`STATUS COUNT` "
-                               "lines, by status code)"),
-            lines=lines),
-        instruction=sentence,
-        solution=(f"awk '{ACCESS_AWK} {{print $9}}' {q(log.path)} | sort -n | uniq -c | "
-                  f"awk '{{print $2, $1}}' > {q(out)}"),
-        checks=[FileText(f"`{out}` counts requests per status", path=out,
-                         expected="".join(line + "\n" for line in lines),
-                         compare=ctx.compare())],
-        tools=("awk", "sort", "uniq"), notes=_notes(ctx, log, SKIP_ACCESS))
+    return _count_report(
+        ctx, log, counts, out=out, sentence=sentence,
+        phrase=(f"the request count per HTTP status in {log.phrase} (`STATUS COUNT` lines, by "
+                "status code)"),
+        label=f"`{out}` counts requests per status", select=ACCESS_AWK, field=9,
+        note=SKIP_ACCESS, numeric=True)
 
 
 @primitive("logs.failing_paths")
@@ -280,8 +290,6 @@ def failing_paths(ctx: StepContext, source) -> StepResult:
     counts = Counter(r.path for r in log.records if r.status >= 500)
     if not counts:
         raise NotApplicable("no server errors")
-    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
-    lines = tuple(f"{path} {count}" for path, count in ranked)
     out = ctx.output_path("failing-paths", "txt")
     sentence = ctx.phrase([
         f"For every request path in {log.phrase} that got at least one 5xx response, write "
@@ -292,18 +300,12 @@ def failing_paths(ctx: StepContext, source) -> StepResult:
         f"Which paths of {log.phrase} return server errors? Write one `PATH COUNT` line per "
         f"path with 5xx responses to `{out}`, highest count first (equal counts: path order).",
     ]) + ctx.hint("awk '$9 >= 500'")
-    return StepResult(
-        output=Report(
-            path=out, phrase=(f"the paths with server errors in {log.phrase} (`PATH COUNT` lines, "
-                               "most errors first)"),
-            lines=lines),
-        instruction=sentence,
-        solution=(f"awk '{ACCESS_AWK} && $9 >= 500 {{print $7}}' {q(log.path)} | sort | "
-                  f"uniq -c | awk '{{print $2, $1}}' | sort -k2,2nr -k1,1 > {q(out)}"),
-        checks=[FileText(f"`{out}` ranks paths by server errors", path=out,
-                         expected="".join(line + "\n" for line in lines),
-                         compare=ctx.compare(order_matters=True))],
-        tools=("awk", "sort", "uniq"), notes=_notes(ctx, log, SKIP_ACCESS))
+    return _count_report(
+        ctx, log, counts, out=out, sentence=sentence,
+        phrase=(f"the paths with server errors in {log.phrase} (`PATH COUNT` lines, most "
+                "errors first)"),
+        label=f"`{out}` ranks paths by server errors", select=f"{ACCESS_AWK} && $9 >= 500",
+        field=7, note=SKIP_ACCESS, ranked=True)
 
 
 @primitive("logs.access_to_csv")
@@ -375,7 +377,7 @@ def merge_sorted(ctx: StepContext, source) -> StepResult:
         solution=(f"for f in {q(logs.path)}/*.log; do awk '{APP_AWK}' \"$f\"; done | "
                   f"sort -s -k1,1 > {q(out)}"),
         checks=[FileText(f"`{out}` is the time-ordered merge", path=out,
-                         expected="".join(line + "\n" for line in lines),
+                         expected=lines_text(lines),
                          compare=ctx.compare(order_matters=True))],
         tools=("awk", "sort"), notes=(SKIP_APP,))
 
@@ -410,7 +412,7 @@ def error_summary(ctx: StepContext, source) -> StepResult:
                   f"\"$(basename \"$f\" .log)\" \"$(awk '{APP_AWK} && $2 == \"ERROR\"' \"$f\" "
                   f"| wc -l)\"; done > {q(out)}"),
         checks=[FileText(f"`{out}` counts errors per service", path=out,
-                         expected="".join(line + "\n" for line in lines),
+                         expected=lines_text(lines),
                          compare=ctx.compare())],
         tools=("awk", "wc"), notes=(SKIP_APP,))
 

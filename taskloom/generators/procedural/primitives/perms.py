@@ -8,15 +8,15 @@ they can and skip paths that are gone, but always need something left to check.
 
 from __future__ import annotations
 
-import hashlib
 import posixpath
 from dataclasses import dataclass, replace
 
 from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import Accounts, CsvTable, FileTree, Report, TreeFile
-from taskloom.generators.procedural.checks import Check, FileText, PathState, UsersExist
+from taskloom.generators.procedural.checks import Assertion, FileText, PathState, UsersExist
+from taskloom.generators.procedural.primitives._trees import sha256
 from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
-from taskloom.generators.procedural.world import DAY, EPOCH_NOW, q
+from taskloom.generators.procedural.world import DAY, EPOCH_NOW, lines_text, q
 
 # Policies whose modes survive `cp` under umask 022, so copies made later still match.
 POLICIES = ((0o755, 0o755, 0o644), (0o750, 0o750, 0o640), (0o700, 0o700, 0o600))
@@ -26,12 +26,8 @@ GROUP_WRITABLE = (0o664, 0o660, 0o775, 0o770)
 NOLOGIN = "/usr/sbin/nologin"
 
 
-def _sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 @dataclass(frozen=True)
-class TreeModes(Check):
+class TreeModes(Assertion):
     """Files of a tree have their modes, found at their path or (moved) by content."""
 
     root: str = ""
@@ -68,7 +64,7 @@ class TreeModes(Check):
 
 
 @dataclass(frozen=True)
-class TreeOwners(Check):
+class TreeOwners(Assertion):
     """The tree root, and every listed path still there, belong to user:group."""
 
     root: str = ""
@@ -92,7 +88,7 @@ class TreeOwners(Check):
 
 
 @dataclass(frozen=True)
-class ServiceAccount(Check):
+class ServiceAccount(Assertion):
     """A system account (UID below 1000) whose primary group is `group`."""
 
     user: str = ""
@@ -106,7 +102,7 @@ class ServiceAccount(Check):
 
 
 @dataclass(frozen=True)
-class UsersAbsent(Check):
+class UsersAbsent(Assertion):
     """No account exists for these names."""
 
     names: tuple[str, ...] = ()
@@ -199,7 +195,7 @@ def set_modes(ctx: StepContext, source) -> StepResult:
         instruction=sentence, solution=solution,
         checks=[TreeModes(f"the files and directories of {tree.path} have their modes",
                           root=tree.path,
-                          files=tuple((f.relpath, _sha(f.content), f.mode) for f in result),
+                          files=tuple((f.relpath, sha256(f.content), f.mode) for f in result),
                           dirs=tuple((d, directory) for d in dirs))],
         tools=("find", "chmod"), side_effect=True)
 
@@ -291,7 +287,7 @@ def find_world_writable(ctx: StepContext, source) -> StepResult:
                       lines=lines),
         instruction=sentence, solution=solution,
         checks=[FileText(f"{out} lists the world-writable files", path=out,
-                         expected="".join(line + "\n" for line in lines),
+                         expected=lines_text(lines),
                          compare=ctx.compare())],
         tools=("find", "sort"))
 
@@ -367,7 +363,7 @@ def create_from_csv(ctx: StepContext, source) -> StepResult:
         "  id -u \"$user\" >/dev/null 2>&1 || useradd -m -s /bin/bash \"$user\"\n"
         "  usermod -aG \"$group\" \"$user\"\n"
         "done")
-    checks: list[Check] = [
+    checks: list[Assertion] = [
         UsersExist(f"the accounts of {which} exist with their groups", users=users),
         *[PathState(f"/home/{name} exists", path=f"/home/{name}", state="dir")
           for name, _, _ in users[:5]]]

@@ -9,7 +9,6 @@ has no lines: text steps cannot take it as input, installing and scheduling can.
 
 from __future__ import annotations
 
-import hashlib
 import re
 import unicodedata
 from collections import Counter
@@ -17,9 +16,10 @@ from dataclasses import dataclass, replace
 
 from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import FileTree, Script, TextFile, TreeFile
-from taskloom.generators.procedural.checks import Check, Modes
+from taskloom.generators.procedural.checks import Assertion, Modes
+from taskloom.generators.procedural.primitives._trees import extension, is_hidden, sha256
 from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
-from taskloom.generators.procedural.world import q
+from taskloom.generators.procedural.world import lines_text, q
 
 TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9]{2,}")
 TEXT_EXTENSIONS = frozenset(("md", "txt", "html", "css", "js", "svg", "csv", "tsv", "json",
@@ -36,7 +36,7 @@ class ToolScript(Script):
 
 
 @dataclass(frozen=True)
-class ToolRuns(Check):
+class ToolRuns(Assertion):
     """Running a program with arguments gives these outputs and exit codes."""
 
     program: str = ""
@@ -60,7 +60,7 @@ class ToolRuns(Check):
 
 
 @dataclass(frozen=True)
-class SameBytes(Check):
+class SameBytes(Assertion):
     """Two files hold the same bytes (both read when the test runs)."""
 
     original: str = ""
@@ -72,7 +72,7 @@ class SameBytes(Check):
 
 
 @dataclass(frozen=True)
-class ConvertedTree(Check):
+class ConvertedTree(Assertion):
     """A directory holds the converted copies, even if a later step renamed or moved them.
 
     A copy still at its relative path has the new bytes; every new content is somewhere in
@@ -100,15 +100,6 @@ class ConvertedTree(Check):
             "assert not missing, f'{len(missing)} converted files are missing'"]
 
 
-def _sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def _ext(relpath: str) -> str:
-    name = relpath.rsplit("/", 1)[-1]
-    return name.rsplit(".", 1)[1] if "." in name.lstrip(".") else ""
-
-
 @primitive("script.batch_convert")
 def batch_convert(ctx: StepContext, source) -> StepResult:
     """Converted copies of every file of one extension, made with a loop.
@@ -119,11 +110,11 @@ def batch_convert(ctx: StepContext, source) -> StepResult:
     if not isinstance(source, FileTree) or not source.files:
         raise NotApplicable("needs a directory tree")
     tree = source
-    hidden = {_ext(f.relpath) for f in tree.files if f.relpath.rsplit("/", 1)[-1][0] == "."}
+    hidden = {extension(f.relpath) for f in tree.files if is_hidden(f.relpath)}
     by_ext: dict[str, list[TreeFile]] = {}
     for item in tree.files:
-        ext = _ext(item.relpath)
-        if ext in TEXT_EXTENSIONS - hidden and item.relpath.rsplit("/", 1)[-1][0] != ".":
+        ext = extension(item.relpath)
+        if ext in TEXT_EXTENSIONS - hidden and not is_hidden(item.relpath):
             by_ext.setdefault(ext, []).append(item)
     if not by_ext:
         raise NotApplicable("no text files to convert")
@@ -198,19 +189,15 @@ def batch_convert(ctx: StepContext, source) -> StepResult:
                         files=result),
         instruction=sentence, solution=solution,
         checks=[ConvertedTree(f"{dest} holds the converted *.{ext} files", root=dest,
-                              files=tuple((a.relpath, _sha(a.content), _sha(b.content))
+                              files=tuple((a.relpath, sha256(a.content), sha256(b.content))
                                           for a, b in zip(targets, result, strict=True)))],
         tools=("find", "bash", "sed"))
-
-
-def _text(lines) -> str:
-    return "".join(line + "\n" for line in lines)
 
 
 def _top(lines: list[str], count: int) -> str:
     counts = Counter(line for line in lines if line.strip())
     ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0].encode()))[:count]
-    return _text(f"{n} {line}" for line, n in ranked)
+    return lines_text(f"{n} {line}" for line, n in ranked)
 
 
 TOOLS = {
@@ -254,11 +241,11 @@ def _run_tool(kind: str, args: tuple[str, ...], lines: list[str]) -> str:
     if kind == "count":
         return f"{sum(args[0] in line for line in lines)}\n"
     if kind == "match":
-        return _text(f"{n}:{line}" for n, line in enumerate(lines, 1) if args[0] in line)
+        return lines_text(f"{n}:{line}" for n, line in enumerate(lines, 1) if args[0] in line)
     if kind == "top":
         return _top(lines, int(args[0]))
     first, last = int(args[0]), int(args[1])
-    return _text(lines[first - 1:last])
+    return lines_text(lines[first - 1:last])
 
 
 def _fixture(ctx: StepContext) -> list[str]:
@@ -320,7 +307,7 @@ def write_tool(ctx: StepContext, source) -> StepResult:
         f"bash script {out} takes the arguments `{usage}` and {contract}. {rules}",
     ]) + ctx.hint("check $#, then grep -F / sort | uniq -c / sed -n")
     script = ["#!/bin/bash", *TOOL_CODE[kind]]
-    solution = (f"cat > {q(out)} <<'TASKLOOM_TOOL'\n" + _text(script) + "TASKLOOM_TOOL\n"
+    solution = (f"cat > {q(out)} <<'TASKLOOM_TOOL'\n" + lines_text(script) + "TASKLOOM_TOOL\n"
                 f"chmod 755 {q(out)}")
     sample = runs[0]
     return StepResult(
@@ -328,7 +315,7 @@ def write_tool(ctx: StepContext, source) -> StepResult:
                           sample=sample, sample_output=cases[0][1] or ""),
         instruction=sentence, solution=solution,
         checks=[ToolRuns(f"{out} follows its contract", program=out, cases=tuple(cases),
-                         fixture=_text(fixture),
+                         fixture=lines_text(fixture),
                          compare="exact" if ctx.difficulty.strictness == 3 else "lines")],
         tools=("bash", "grep", "sort", "sed"), side_effect=True)
 
@@ -376,7 +363,7 @@ def make_executable(ctx: StepContext, source) -> StepResult:
     ]) + ctx.hint("install -m -o -g")
     owner = f" -o root -g {group}" if shared else ""
     solution = f"install -m {mode:04o}{owner} {q(source.path)} {q(dest)}"
-    checks: list[Check] = [
+    checks: list[Assertion] = [
         Modes(f"{dest} has mode {mode:04o} and its owners", modes=((dest, mode),),
               owners=((dest, "root", group),)),
         SameBytes(f"{dest} is a copy of the script", original=source.path, copy=dest)]

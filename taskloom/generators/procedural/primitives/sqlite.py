@@ -21,19 +21,18 @@ from dataclasses import dataclass
 from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import CsvTable, Report, SqliteDb
 from taskloom.generators.procedural.checks import CommandText, FileText
-from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
-from taskloom.generators.procedural.primitives.csvdata import (
-    Field,
+from taskloom.generators.procedural.primitives._tables import (
+    ColumnValues,
     cents,
     csv_fields,
-    lines_text,
     money,
     names,
     number,
     pick_condition,
 )
-from taskloom.generators.procedural.sources import sql_literal
-from taskloom.generators.procedural.world import q
+from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
+from taskloom.generators.procedural.sources.tables import sql_literal
+from taskloom.generators.procedural.world import lines_text, q
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 NEW_LABELS = ("archived", "review", "legacy", "flagged", "on-hold", "closed")
@@ -59,10 +58,10 @@ def _db(source) -> SqliteDb:
     return source
 
 
-def db_fields(db: SqliteDb) -> list[Field]:
+def db_fields(db: SqliteDb) -> list[ColumnValues]:
     """The columns of the table with their kinds."""
     kinds = {"INTEGER": "int", "REAL": "decimal"}
-    return [Field(name, kinds.get(kind, "text"), tuple(row[i] for row in db.rows))
+    return [ColumnValues(name, kinds.get(kind, "text"), tuple(row[i] for row in db.rows))
             for i, (name, kind) in enumerate(db.columns)]
 
 

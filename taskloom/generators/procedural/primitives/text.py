@@ -14,7 +14,7 @@ from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import Report, TextFile
 from taskloom.generators.procedural.checks import FileText
 from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
-from taskloom.generators.procedural.world import q
+from taskloom.generators.procedural.world import lines_text, q
 
 TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9-]{3,}")
 
@@ -23,10 +23,6 @@ def _lines(source) -> tuple[str, ...]:
     if not isinstance(source, TextFile) or not source.lines:
         raise NotApplicable("needs a non-empty text file")
     return source.lines
-
-
-def _text(lines) -> str:
-    return "".join(line + "\n" for line in lines)
 
 
 def _token(ctx: StepContext, lines: tuple[str, ...], *, share: tuple[float, float]) -> str:
@@ -61,7 +57,7 @@ def sort_unique(ctx: StepContext, source) -> StepResult:
         instruction=sentence,
         solution=f"LC_ALL=C sort -u {q(source.path)} > {q(out)}",
         checks=[FileText(f"`{out}` holds the sorted distinct lines", path=out,
-                         expected=_text(result), compare=ctx.compare(order_matters=True))],
+                         expected=lines_text(result), compare=ctx.compare(order_matters=True))],
         tools=("sort",))
 
 
@@ -96,7 +92,7 @@ def count_frequency(ctx: StepContext, source) -> StepResult:
             lines=result),
         instruction=sentence, solution=solution,
         checks=[FileText(f"`{out}` ranks the most frequent lines", path=out,
-                         expected=_text(result), compare=ctx.compare(order_matters=True))],
+                         expected=lines_text(result), compare=ctx.compare(order_matters=True))],
         tools=("sort", "uniq", "sed"))
 
 
@@ -121,7 +117,7 @@ def replace_pattern(ctx: StepContext, source) -> StepResult:
                         lines=result),
         instruction=sentence,
         solution=f"sed 's/{word}/{new}/g' {q(source.path)} > {q(out)}",
-        checks=[FileText(f"`{out}` has `{word}` replaced", path=out, expected=_text(result),
+        checks=[FileText(f"`{out}` has `{word}` replaced", path=out, expected=lines_text(result),
                          compare=ctx.compare(order_matters=True))],
         tools=("sed",))
 
@@ -147,7 +143,7 @@ def filter_lines(ctx: StepContext, source) -> StepResult:
         instruction=sentence,
         solution=f"grep -F -- {q(word)} {q(source.path)} > {q(out)}",
         checks=[FileText(f"`{out}` holds the lines with `{word}`", path=out,
-                         expected=_text(result), compare=ctx.compare(order_matters=True))],
+                         expected=lines_text(result), compare=ctx.compare(order_matters=True))],
         tools=("grep",))
 
 
@@ -200,8 +196,8 @@ def head_tail(ctx: StepContext, source) -> StepResult:
                         lines=result),
         instruction=sentence,
         solution=f"sed -n '{first},{last}p' {q(source.path)} > {q(out)}",
-        checks=[FileText(f"`{out}` holds lines {first}-{last}", path=out, expected=_text(result),
-                         compare=ctx.compare(order_matters=True))],
+        checks=[FileText(f"`{out}` holds lines {first}-{last}", path=out,
+                         expected=lines_text(result), compare=ctx.compare(order_matters=True))],
         tools=("sed",))
 
 
@@ -225,6 +221,6 @@ def drop_blank(ctx: StepContext, source) -> StepResult:
         output=TextFile(path=out, phrase=f"{source.phrase} without blank lines", lines=result),
         instruction=sentence,
         solution=f"sed -e 's/[[:blank:]]*$//' -e '/^$/d' {q(source.path)} > {q(out)}",
-        checks=[FileText(f"`{out}` has no blank lines", path=out, expected=_text(result),
+        checks=[FileText(f"`{out}` has no blank lines", path=out, expected=lines_text(result),
                          compare="exact" if ctx.difficulty.strictness > 1 else "lines")],
         tools=("sed",))

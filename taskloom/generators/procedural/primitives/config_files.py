@@ -13,7 +13,7 @@ from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import ConfigFile, Report, TextFile
 from taskloom.generators.procedural.checks import FileText
 from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
-from taskloom.generators.procedural.world import q
+from taskloom.generators.procedural.world import lines_text, q
 
 SECTION = re.compile(r"^\[([^\]]+)\]\s*$")
 SETTING = re.compile(r"^([A-Za-z0-9_.-]+)\s*=\s*(.*?)\s*$")
@@ -122,7 +122,7 @@ def set_value(ctx: StepContext, source) -> StepResult:
                           lines=tuple(lines), entries=entries),
         instruction=sentence, solution=solution,
         checks=[FileText(f"{config.path} has the new setting", path=config.path,
-                         expected="".join(line + "\n" for line in lines),
+                         expected=lines_text(lines),
                          compare="exact" if ctx.difficulty.strictness == 3 else "lines")],
         tools=("sed",) if not add else ("awk",), notes=(COMMENTS,), side_effect=True)
 
@@ -176,7 +176,7 @@ def extract_values(ctx: StepContext, source) -> StepResult:
                       f"{config.phrase}", lines=lines),
         instruction=sentence, solution=solution,
         checks=[FileText(f"{out} lists {key} per section", path=out,
-                         expected="".join(line + "\n" for line in lines),
+                         expected=lines_text(lines),
                          compare=ctx.compare(order_matters=True))],
         tools=("awk",) + (("sort",) if sort else ()), notes=(COMMENTS,))
 
@@ -216,6 +216,6 @@ def to_env(ctx: StepContext, source) -> StepResult:
                         "variables", lines=lines),
         instruction=sentence, solution=solution,
         checks=[FileText(f"{out} holds every setting", path=out,
-                         expected="".join(line + "\n" for line in lines),
+                         expected=lines_text(lines),
                          compare=ctx.compare(order_matters=True))],
         tools=("awk",), notes=(COMMENTS,))

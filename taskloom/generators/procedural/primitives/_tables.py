@@ -1,0 +1,192 @@
+"""Columns, row conditions, sort orders and number formats shared by the table families.
+
+The CSV, JSON and SQLite primitives all see their input as typed columns
+(`ColumnValues`): the same conditions select rows (`pick_condition`), the same orders sort
+them (`sort_options`), and numbers are handled one way. Values with decimals have at most
+two; sums are exact in integer cents (`cents`) and written with exactly two decimals
+(`money`), the digits awk's `printf "%.2f"` and SQLite's `printf('%.2f', ...)` print.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from decimal import Decimal
+
+from taskloom.errors import NotApplicable
+from taskloom.generators.procedural.artifacts import CsvTable
+from taskloom.generators.procedural.primitives.base import StepContext
+
+INTEGER = re.compile(r"-?[0-9]+\Z")
+DECIMAL = re.compile(r"-?[0-9]+(\.[0-9]{1,2})?\Z")
+DERIVED = re.compile(r"`[^/`]")  # a quoted column or table name; quoted paths start with /
+UNSAFE = re.compile(r"[\"'\\`$\s]")  # characters a quoted literal in awk/jq/SQL must avoid
+
+
+@dataclass(frozen=True)
+class ColumnValues:
+    """One column of a table, or one key of an array of objects: name, kind, every row's value."""
+
+    name: str
+    kind: str  # "int", "decimal" (at most two decimals) or "text"
+    values: tuple  # str for CSV; str/int/float for JSON and SQLite
+
+    @property
+    def numeric(self) -> bool:
+        """True for int and decimal columns."""
+        return self.kind != "text"
+
+    def distinct(self) -> int:
+        """Number of different values."""
+        return len(set(self.values))
+
+    def categorical(self) -> bool:
+        """A text column with a few repeated values, each safe to quote in a program."""
+        count = len(self.values)
+        return (self.kind == "text" and 2 <= self.distinct() <= min(12, count - 1)
+                and all(isinstance(v, str) and v and not UNSAFE.search(v)
+                        for v in self.values))
+
+    def unique(self) -> bool:
+        """Every row has a different value."""
+        return self.distinct() == len(self.values)
+
+
+def number(value) -> Decimal:
+    """A numeric value (CSV text, int or float) as an exact decimal."""
+    return Decimal(str(value))
+
+
+def cents(value) -> int:
+    """A value with at most two decimals in integer cents."""
+    return int(number(value) * 100)
+
+
+def money(amount_cents: int) -> str:
+    """Cents written with exactly two decimals."""
+    sign = "-" if amount_cents < 0 else ""
+    whole, part = divmod(abs(amount_cents), 100)
+    return f"{sign}{whole}.{part:02d}"
+
+
+def names(items) -> str:
+    """`a`, `b` and `c`."""
+    quoted = [f"`{item}`" for item in items]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
+
+
+def csv_fields(table: CsvTable) -> list[ColumnValues]:
+    """The columns of a table with their kinds (numeric only when declared and parseable)."""
+    fields = []
+    for index, name in enumerate(table.header):
+        values = tuple(row[index] for row in table.rows)
+        kind = "text"
+        if name in table.numeric and values:
+            if all(INTEGER.match(v) for v in values):
+                kind = "int"
+            elif all(DECIMAL.match(v) for v in values):
+                kind = "decimal"
+        fields.append(ColumnValues(name, kind, values))
+    return fields
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A row condition: a numeric threshold (`>`/`<`) or equality with a text value."""
+
+    column: str
+    op: str  # ">", "<" or "=="
+    value: str  # an integer threshold, or the text value
+
+    def holds(self, value) -> bool:
+        """True when a row's value meets the condition."""
+        if self.op == "==":
+            return value == self.value
+        if self.op == ">":
+            return number(value) > Decimal(self.value)
+        return number(value) < Decimal(self.value)
+
+    def words(self) -> str:
+        """The condition in English: "`amount` is greater than 250"."""
+        if self.op == "==":
+            return f"`{self.column}` is `{self.value}`"
+        relation = "greater than" if self.op == ">" else "less than"
+        return f"`{self.column}` is {relation} {self.value}"
+
+    def awk(self, index: int) -> str:
+        """The condition on field `index` (0-based) of an `awk -F,` record."""
+        if self.op == "==":
+            return f'${index + 1} == "{self.value}"'
+        return f"${index + 1} {self.op} {self.value}"
+
+    def jq(self) -> str:
+        """The condition on the current object in jq."""
+        field = f'.["{self.column}"]'
+        if self.op == "==":
+            return f'{field} == "{self.value}"'
+        return f"{field} {self.op} {self.value}"
+
+    def sql(self) -> str:
+        """The condition as an SQL expression."""
+        if self.op == "==":
+            return f"\"{self.column}\" = '{self.value}'"
+        return f'"{self.column}" {self.op} {self.value}'
+
+
+def pick_condition(ctx: StepContext, fields: list[ColumnValues], *, exclude: tuple[str, ...] = (),
+                   avoid: frozenset[int] = frozenset()) -> tuple[Condition, list[int]]:
+    """A condition that some rows meet and others do not, and the indexes of those rows.
+
+    Thresholds and values are taken from the data; `avoid` are row indexes the condition
+    must not select (rows an earlier step's checks pin).
+    """
+    count = len(fields[0].values) if fields else 0
+    numeric = [f for f in fields if f.numeric and f.distinct() >= 3 and f.name not in exclude]
+    textual = [f for f in fields if f.categorical() and f.name not in exclude]
+    for _ in range(16):
+        pool = numeric if numeric and (not textual or ctx.rng.random() < 0.6) else textual
+        if not pool:
+            break
+        field = ctx.rng.choice(pool)
+        if field.numeric:
+            ordered = sorted({number(v) for v in field.values})
+            middle = ordered[len(ordered) // 4: max(len(ordered) // 4 + 1,
+                                                    3 * len(ordered) // 4)]
+            threshold = int(ctx.rng.choice(middle))
+            condition = Condition(field.name, ctx.rng.choice((">", "<")), str(threshold))
+        else:
+            counts = Counter(field.values)
+            repeated = sorted(v for v, n in counts.items() if n >= 2) or sorted(counts)
+            condition = Condition(field.name, "==", ctx.rng.choice(repeated))
+        chosen = [i for i, v in enumerate(field.values) if condition.holds(v)]
+        if 0 < len(chosen) < count and not avoid & set(chosen):
+            return condition, chosen
+    raise NotApplicable("no column gives a condition that selects part of the rows")
+
+
+def sort_options(ctx: StepContext,
+                 columns: list[ColumnValues]) -> list[tuple[ColumnValues, bool]]:
+    """The (column, descending) orders a sort step may ask for, in random order.
+
+    Numeric columns sort either way; a text column sorts ascending (byte order), and only
+    when it holds at least two different values.
+    """
+    options = []
+    for column in columns:
+        if column.numeric:
+            options += [(column, False), (column, True)]
+        elif column.distinct() >= 2:
+            options.append((column, False))
+    ctx.rng.shuffle(options)
+    return options
+
+
+def derive(source: str, prefix: str, postfix: str) -> str:
+    """How an output is named in goal-only instructions.
+
+    A plain input ("the CSV file X") reads best as "the rows of X whose ..."; an input that
+    is itself derived (its phrase names columns) as "..., keeping only the rows whose ...",
+    so long chains read as a pipeline instead of nested "of the rows of the columns of".
+    """
+    return postfix if DERIVED.search(source) else prefix

@@ -1,0 +1,118 @@
+"""File-tree helpers shared by the families that work on a `FileTree`.
+
+The files, archives and integrity primitives read trees one way: the same input test
+(`tree_input`), the same first-step rule for steps that change a tree in place
+(`first_step_only`), the same name and extension tests, and the same checks of a tree's
+listing, bytes and modification times. The perms and script primitives hash file bytes
+with `sha256` too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from dataclasses import dataclass
+
+from taskloom.errors import NotApplicable
+from taskloom.generators.procedural.artifacts import FileTree, TreeFile
+from taskloom.generators.procedural.checks import Assertion, FileDigests, TreeListing
+from taskloom.generators.procedural.primitives.base import StepContext
+from taskloom.generators.procedural.world import q
+
+
+@dataclass(frozen=True)
+class Mtimes(Assertion):
+    """Files have these modification times (whole epoch seconds)."""
+
+    mtimes: tuple[tuple[str, int], ...] = ()  # (path, epoch)
+
+    def body(self) -> list[str]:
+        """Lines of the test function body."""
+        return [f"for path, mtime in {list(self.mtimes)!r}:",
+                "    assert int(os.stat(path).st_mtime) == mtime, (path, os.stat(path).st_mtime)"]
+
+
+def mtime_check(label: str, root: str, files, most: int = 6) -> list[Assertion]:
+    """A check of preserved modification times on some files (none when times are unknown)."""
+    known = [f for f in files if f.mtime is not None][:most]
+    return [Mtimes(label, mtimes=tuple((f"{root}/{f.relpath}", f.mtime) for f in known))] \
+        if known else []
+
+
+def tree_input(source, *, mtimes: bool = False) -> FileTree:
+    """The input as a non-empty file tree (with known mtimes when asked)."""
+    if not isinstance(source, FileTree) or not source.files:
+        raise NotApplicable("needs a non-empty file tree")
+    if mtimes and any(f.mtime is None for f in source.files):
+        raise NotApplicable("needs files whose modification times are known")
+    return source
+
+
+def first_step_only(ctx: StepContext, why: str) -> None:
+    """Refuse to work on a tree that an earlier step made (and checks)."""
+    if ctx.step != 1:
+        raise NotApplicable(f"{why}; only as the first step")
+
+
+def basename(relpath: str) -> str:
+    """The file name part of a relative path."""
+    return relpath.rpartition("/")[2]
+
+
+def extension(relpath: str) -> str:
+    """The text after the last dot of the file name ('' when there is none)."""
+    name = basename(relpath)
+    return name.rpartition(".")[2] if "." in name.lstrip(".") else ""
+
+
+def is_hidden(relpath: str) -> bool:
+    """True for a dot file (a name starting with a dot)."""
+    return basename(relpath).startswith(".")
+
+
+def sha256(data: bytes) -> str:
+    """Hex sha256 of some bytes."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def moved_checks(label: str, root: str, files: list[TreeFile],
+                 changed: list[TreeFile]) -> list[Assertion]:
+    """The listing of a tree after a step, and the bytes of the files it moved or wrote."""
+    checks: list[Assertion] = [TreeListing(label, root=root,
+                                       expected=tuple(f.relpath for f in files))]
+    if changed:
+        checks.append(FileDigests.of(f"the files under {root} keep their content",
+                                     {f"{root}/{f.relpath}": f.content for f in changed}))
+    return checks
+
+
+def extension_choice(ctx: StepContext, tree: FileTree, most: int) -> list[str]:
+    """One or more extensions that match some files of the tree but not all."""
+    counts: dict[str, int] = defaultdict(int)
+    for f in tree.files:
+        if extension(f.relpath):
+            counts[extension(f.relpath)] += 1
+    options = sorted(ext for ext in counts if counts[ext] < len(tree.files))
+    if not options:
+        raise NotApplicable("no extension matches only part of the files")
+    chosen = ctx.rng.sample(options, min(len(options), ctx.rng.randint(1, most)))
+    if sum(counts[ext] for ext in chosen) >= len(tree.files):
+        chosen = chosen[:1]
+    return sorted(chosen)
+
+
+def ends_with(relpath: str, extensions: list[str]) -> bool:
+    """True when the file name ends in `.EXT` for one of the extensions."""
+    return any(basename(relpath).endswith("." + ext) for ext in extensions)
+
+
+def name_tests(extensions: list[str]) -> str:
+    """The find tests selecting file names that end in one of the extensions."""
+    tests = " -o ".join(f"-name {q('*.' + ext)}" for ext in extensions)
+    return f"\\( {tests} \\)" if len(extensions) > 1 else tests
+
+
+def ext_words(extensions: list[str]) -> str:
+    """The extensions for a sentence: `.a`, `.b` or `.c`."""
+    names = [f"`.{ext}`" for ext in extensions]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]

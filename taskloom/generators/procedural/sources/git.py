@@ -1,0 +1,68 @@
+"""The git source: a repository with a believable history, built at image build time."""
+
+from __future__ import annotations
+
+from taskloom.generators.procedural.artifacts import Commit, GitRepo
+from taskloom.generators.procedural.primitives.base import StepContext, source
+from taskloom.generators.procedural.sources.common import data_dir
+from taskloom.generators.procedural.world import DAY, EPOCH_NOW, q
+
+SURNAMES = ("Moreau", "Okafor", "Lindqvist", "Tanaka", "Novak", "Haddad", "Silva",
+            "Kowalski", "Mensah", "Ferreira", "Brennan", "Ivanova")
+
+
+@source("git_repo")
+def git_repo(ctx: StepContext) -> GitRepo:
+    """A repository with a believable history, built at image build time.
+
+    Authors have full names; most commit subjects reference a unique issue number
+    (`(#412)`); some commits add a notes file under docs/. Dates, authors and committers
+    are fixed, so every commit hash is a function of the generated data.
+    """
+    domain = ctx.domain
+    root = data_dir(ctx, "repo")
+    people = ctx.rng.sample(domain.people, 3 if ctx.difficulty.data_volume == 1 else 4)
+    surnames = ctx.rng.sample(SURNAMES, len(people))
+    authors = [(f"{first.capitalize()} {last}", f"{first}.{last.lower()}@example.com")
+               for first, last in zip(people, surnames, strict=True)]
+    files = {f"src/{stem}.py": f'"""{stem} module of {domain.org}."""\n'
+             for stem in ctx.rng.sample(("app", "util", "config", "cli", "store", "net"), 3)}
+    files["README.md"] = f"# {domain.org}\n"
+    commits = []
+    moment = EPOCH_NOW - 60 * DAY
+    state = dict(files)
+    commits.append(Commit("Initial commit", *authors[0], moment, tuple(sorted(state.items()))))
+    verbs = ("Add", "Fix", "Refactor", "Document", "Speed up", "Handle")
+    count = ctx.count((4, 6), (8, 14), (20, 35))
+    issues = iter(ctx.rng.sample(range(100, 1000), count))
+    for number in range(count):
+        moment += ctx.rng.randint(3600, 3 * DAY)
+        author, email = ctx.rng.choice(authors)
+        noun = ctx.rng.choice(domain.words)
+        issue = next(issues)
+        reference = f" (#{issue})" if ctx.rng.random() < 0.8 else ""
+        notes = f"docs/{noun} notes.md" if ctx.difficulty.edge_cases == 3 else f"docs/{noun}.md"
+        if number and notes not in state and ctx.rng.random() < 0.15:
+            state[notes] = f"# {noun.capitalize()}\n\nNotes on {noun} for {domain.org}.\n"
+            commits.append(Commit(f"Add {noun} notes{reference}", author, email, moment,
+                                  ((notes, state[notes]),)))
+            continue
+        path = ctx.rng.choice(sorted(state))
+        state[path] = state[path] + f"# {noun} change {number + 1}\n"
+        message = f"{ctx.rng.choice(verbs)} {noun} handling in {path.split('/')[-1]}{reference}"
+        commits.append(Commit(message, author, email, moment, ((path, state[path]),)))
+    staging = f"/tmp/taskloom-git/{ctx.step}"
+    script = [f"git init -q -b main {q(root)}"]
+    for index, commit in enumerate(commits):
+        for path, content in commit.files:
+            ctx.world.add(f"{staging}/{index}/{path}", content)
+        date = f"@{commit.date} +0000"
+        script.append(
+            f"cp -a {q(f'{staging}/{index}')}/. {q(root)}/ && git -C {q(root)} add -A && "
+            f"GIT_AUTHOR_NAME={q(commit.author)} GIT_AUTHOR_EMAIL={q(commit.email)} "
+            f"GIT_COMMITTER_NAME={q(commit.author)} GIT_COMMITTER_EMAIL={q(commit.email)} "
+            f"GIT_AUTHOR_DATE={q(date)} GIT_COMMITTER_DATE={q(date)} "
+            f"git -C {q(root)} commit -q -m {q(commit.message)}")
+    script.append(f"rm -rf {q(staging)}")
+    ctx.world.commands.extend(script)
+    return GitRepo(path=root, phrase=f"the git repository `{root}`", commits=tuple(commits))
