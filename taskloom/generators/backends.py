@@ -1,9 +1,10 @@
 """Pick the planner, generator and refiner of a run's backend.
 
 `procedural` (the offline default) needs nothing; `llm` and `hybrid` need the `llm` extra
-and a configured OpenAI-compatible server. The procedural objects (graph, path sampler)
-are cached per process and config, so stage functions on a worker build them once; the
-LLM agents are light and made per stage call around that call's session.
+and a configured OpenAI-compatible server, or the model name `mock`, which needs neither.
+The procedural objects (graph, path sampler) are cached per process and config, so stage
+functions on a worker build them once; the LLM agents are light and made per stage call
+around that call's session.
 """
 
 from __future__ import annotations

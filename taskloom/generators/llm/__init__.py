@@ -6,6 +6,7 @@
 - `prompts`: prompt files (`prompts/*.md`) whose fingerprints key the cache and stages.
 - `answers`: the pydantic models answers are validated against; `render`: answer ⇄ Task.
 - `agents`: the planner, generator and refiner of the `llm` and `hybrid` backends.
+- `mock`: the offline model behind `--model mock` (no server, no `openai`).
 
 Nothing here imports `openai` at module level: the procedural backend never needs it.
 """

@@ -16,6 +16,9 @@ the server supports:
 accepts. For grammar-constrained modes every string gets a `pattern` that allows only
 valid JSON string characters (llama.cpp's default grammar lets raw newlines through).
 
+`transport_for` picks the transport of a config: `OpenAIChat`, or `MockChat` (`mock.py`)
+for the model name `mock`, which needs no server and no `openai` package.
+
 `Session` wraps a transport for one stage call: it answers from the replay map first,
 records every exchange, and sums usage. `ask` turns an answer into a validated pydantic
 model or raises `InvalidAnswer` (a rejected draft, never a crash).
@@ -33,7 +36,7 @@ from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from taskloom.config import LLMConfig
+from taskloom.config import MOCK_MODEL, LLMConfig
 from taskloom.errors import InvalidAnswer, ModelUnavailable, RequestRejected
 from taskloom.generators.llm.exchange import ChatRequest, Exchange
 from taskloom.models import Usage
@@ -198,12 +201,20 @@ class OpenAIChat:
 
 
 @lru_cache(maxsize=4)
-def _transport(config_json: str) -> OpenAIChat:
-    return OpenAIChat(LLMConfig.model_validate_json(config_json))
+def _transport(config_json: str) -> ChatModel:
+    config = LLMConfig.model_validate_json(config_json)
+    if config.model == MOCK_MODEL:
+        from taskloom.generators.llm.mock import MockChat
+
+        return MockChat(config)
+    return OpenAIChat(config)
 
 
-def transport_for(config: LLMConfig) -> OpenAIChat:
-    """This process's transport for `config` (threads share it and its concurrency bound)."""
+def transport_for(config: LLMConfig) -> ChatModel:
+    """This process's transport for `config` (threads share it and its concurrency bound).
+
+    The model `mock` gets the offline `MockChat`; any other name an `OpenAIChat`.
+    """
     return _transport(config.model_dump_json())
 
 
