@@ -306,3 +306,13 @@ def run_dir_for(config: RunConfig, root: Path = Path("runs")) -> Path:
     """Default output directory for a run: runs/<backend>-seed<seed>-n<count>."""
     return root / f"{config.backend}-seed{config.seed}-n{config.count}"
 
+
+
+def stored_config(out: Path) -> dict | None:
+    """The config a run in `out` was started with (None when there is no run there yet)."""
+    directory = RunDirectory(Path(out))
+    if not directory.exists():
+        return None
+    with directory.open(read_only=True) as store:
+        run = store.run()
+    return run.config if run is not None else None

@@ -1,0 +1,18 @@
+"""The `taskloom` command: thin typer commands over library functions.
+
+One module per group of commands: `validate` (prove any Harbor task), `runs` (batch runs:
+generate, runs, export, import, report), `on_demand` (make, check) and `machine` (doctor,
+base-image, graph). `common` holds the app, the consoles and the exit codes.
+"""
+
+from __future__ import annotations
+
+from taskloom.cli import machine, on_demand, runs, validate  # noqa: F401 (registers commands)
+from taskloom.cli.common import app
+
+__all__ = ["app", "main"]
+
+
+def main() -> None:  # pragma: no cover - console entry point
+    """Entry point used by `python -m taskloom.cli`."""
+    app(prog_name="taskloom")

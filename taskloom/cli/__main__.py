@@ -1,0 +1,5 @@
+"""`python -m taskloom.cli`."""
+
+from taskloom.cli import main
+
+main()
