@@ -167,14 +167,7 @@ def build_with_debootstrap(*, root: Path = ROOTFS_ROOT, force: bool = False,
             raise BaseImageError(f"debootstrap failed (exit {done.returncode}):\n"
                                  f"{(done.stdout + done.stderr)[-3000:]}",
                                  fix="check that Debian's mirror is reachable")
-        for relative in base_image._PRUNE:  # the same pruning as the Docker image
-            target = staging / relative
-            if target.is_dir():
-                for child in target.iterdir():
-                    if child.is_dir() and not child.is_symlink():
-                        shutil.rmtree(child)
-                    elif child.name != "lock":
-                        child.unlink()
+        base_image.prune(staging)
         (staging / "etc" / "taskloom-base").write_text(
             f"{image}\n{base_image.TOOLBOX_DIGEST}\n")
     except BaseException:
