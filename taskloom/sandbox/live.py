@@ -21,8 +21,9 @@ from dataclasses import dataclass
 
 from taskloom.errors import SandboxError, SandboxUnavailable
 from taskloom.models import Task
-from taskloom.sandbox.docker_runtime import KEPT_CAPABILITIES, LABEL, PIDS_LIMIT, docker_client
+from taskloom.sandbox.containers import docker_client
 from taskloom.sandbox.driver import parse_reward
+from taskloom.sandbox.policy import KEPT_CAPABILITIES, LABEL, PIDS_LIMIT
 
 FAILED = re.compile(r"^FAILED (?:\S+::)?(test_\w+)", re.MULTILINE)
 
