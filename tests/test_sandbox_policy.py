@@ -19,6 +19,7 @@ from taskloom.sandbox.driver_plan import (
     sandbox_died,
 )
 from taskloom.sandbox.fast_mode import run_in_place
+from taskloom.sandbox.live import LiveCheck
 from taskloom.sandbox.trial import (
     CommandResult,
     EnvironmentSpec,
@@ -169,7 +170,7 @@ def test_a_failed_setup_step_carries_its_command():
                                                  log="RUN failed")
 
 
-@pytest.mark.parametrize("model", [DriverReport])
+@pytest.mark.parametrize("model", [DriverReport, LiveCheck])
 def test_every_field_is_described(model):
     assert all(field.description for field in model.model_fields.values())
 
