@@ -18,7 +18,7 @@ from pathlib import Path
 from taskloom.harbor import read_task_folder
 from taskloom.models import Task
 from taskloom.sandbox.base_image import BASE_IMAGE
-from taskloom.sandbox.docker_runtime import KEPT_CAPABILITIES
+from taskloom.sandbox.policy import KEPT_CAPABILITIES
 from taskloom.validators.solvability import solution_steps, without_step
 
 

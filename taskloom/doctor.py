@@ -85,7 +85,7 @@ def _docker_checks() -> list[DoctorCheck]:
 def _bwrap_runtime_check() -> DoctorCheck:
     """Can `--runtime bwrap` run here, and if not, every reason with its fix."""
     from taskloom.sandbox import rootfs
-    from taskloom.sandbox.bwrap_runtime import unavailable_reasons
+    from taskloom.sandbox.bwrap_host import unavailable_reasons
 
     reasons = unavailable_reasons()
     if reasons:

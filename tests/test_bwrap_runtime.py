@@ -21,9 +21,11 @@ from taskfactory import make_task
 
 import taskloom.sandbox.bwrap_runtime as bwrap_module
 from taskloom.models import TaskFile
-from taskloom.sandbox import cgroups, mounts, rootfs, seccomp
+from taskloom.sandbox import bwrap_host, cgroups, mounts, rootfs, seccomp
 from taskloom.sandbox.base_image import BASE_IMAGE
-from taskloom.sandbox.bwrap_runtime import PIDS_LIMIT, STATE_ROOT, BwrapRuntime
+from taskloom.sandbox.bwrap_host import STATE_ROOT, process_name
+from taskloom.sandbox.bwrap_runtime import BwrapRuntime
+from taskloom.sandbox.policy import PIDS_LIMIT
 from taskloom.sandbox.trial import EnvironmentSpec, Phase, SetupStep, TrialPlan
 
 pytestmark = pytest.mark.bwrap
@@ -149,7 +151,7 @@ def test_process_limit(bwrap_runtime):
 
 
 def test_cgroup_limits_are_written():
-    owner = f"{bwrap_module._process_name(os.getpid())}-cgroup-test"  # alive: not pruned
+    owner = f"{process_name(os.getpid())}-cgroup-test"  # alive: not pruned
     cgroup = cgroups.Cgroup(f"{owner}/limits")
     try:
         cgroup.create(memory_bytes=64 * 1024 * 1024, pids=77, cpus=0.5)
@@ -272,7 +274,7 @@ def test_leftovers_of_a_killed_process_are_removed_by_the_next_runtime(bwrap_roo
     left = leftovers(owner)
     assert any(item.startswith("mount") for item in left), left
     assert any(item.startswith("cgroup") for item in left), left
-    assert bwrap_module.prune_stale() >= 1
+    assert bwrap_host.prune_stale() >= 1
     time.sleep(0.2)
     assert leftovers(owner, marker) == []
 
@@ -343,7 +345,7 @@ def test_doctor_reports_both_runtimes(bwrap_rootfs):
 
 
 def test_doctor_says_how_to_export_a_missing_root_filesystem(tmp_path):
-    reasons = bwrap_module.unavailable_reasons(tmp_path)
+    reasons = bwrap_host.unavailable_reasons(tmp_path)
     assert [reason for reason, _ in reasons] == [
         f"the root filesystem of {BASE_IMAGE} is not exported yet"]
     assert "taskloom base-image export" in reasons[0][1]

@@ -44,11 +44,28 @@ IMAGE_CHANGES = (
     'CMD ["bash"]',
     *(f"LABEL {key}={value}" for key, value in LABELS.items()),
 )
-# Removed from the root filesystem before import: package caches and documentation.
+# Emptied in the root filesystem before import: package caches and documentation.
 _PRUNE = ("var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/share/man",
           "usr/share/info")
 
 Log = Callable[[str], None]
+
+
+def prune(root: Path) -> None:
+    """Empty the package caches and documentation folders of a debootstrapped `root`.
+
+    Every way of making the base image's files from Debian packages calls this, so the
+    Docker image and the bwrap runtime's root filesystem hold the same files. The folders
+    stay (apt expects them); apt's `lock` files stay too.
+    """
+    for relative in _PRUNE:
+        target = root / relative
+        if target.is_dir():
+            for child in target.iterdir():
+                if child.is_dir() and not child.is_symlink():
+                    shutil.rmtree(child)
+                elif child.name != "lock":
+                    child.unlink()
 
 
 def build_offline(client, *, log: Log = print, workdir: Path | None = None) -> str:
@@ -82,14 +99,7 @@ def build_offline(client, *, log: Log = print, workdir: Path | None = None) -> s
                                  fix="check that Debian's mirror is reachable; "
                                      f"full log in {root}/debootstrap/debootstrap.log")
         log(f"debootstrap done in {time.monotonic() - started:.0f} s; importing")
-        for relative in _PRUNE:
-            target = root / relative
-            if target.is_dir():
-                for child in target.iterdir():
-                    if child.is_dir() and not child.is_symlink():
-                        shutil.rmtree(child)
-                    elif child.name != "lock":
-                        child.unlink()
+        prune(root)
         (root / "etc" / "taskloom-base").write_text(f"{BASE_IMAGE}\n{TOOLBOX_DIGEST}\n")
         with subprocess.Popen(["tar", "--numeric-owner", "-C", str(root), "-c", "."],
                               stdout=subprocess.PIPE) as tar:

@@ -4,10 +4,11 @@ The base image's files are unpacked once into a folder (`taskloom.sandbox.rootfs
 sandbox is a kernel overlay over that folder with a fresh upper layer, bound as `/` by
 bubblewrap, running the same in-sandbox `driver.py` as the Docker runtime:
 
-- **fast mode** (an emulated Dockerfile): one sandbox per task sets the environment up and
-  runs every phase, and the driver resets the state in place between phases exactly as in
-  a Docker container; when a phase changes what it cannot reset, the remaining phases run
-  in a new sandbox. One sandbox instead of one per phase is what makes this runtime fast.
+- **fast mode** (an emulated Dockerfile, `taskloom.sandbox.fast_mode`): one sandbox per
+  task sets the environment up and runs every phase, and the driver resets the state in
+  place between phases exactly as in a Docker container; when a phase changes what it
+  cannot reset, the remaining phases run in a new sandbox. One sandbox instead of one per
+  phase is what makes this runtime fast.
 - **strict mode**: setup runs alone (plus the leak scan) and its upper layer becomes a
   lower layer: every phase gets a new sandbox on (setup layer, base), fresh by
   construction, as strict mode asks for a fresh container per phase.
@@ -15,12 +16,12 @@ bubblewrap, running the same in-sandbox `driver.py` as the Docker runtime:
 Every sandbox: its own PID, network (loopback only), IPC, UTS and cgroup namespaces; the
 driver is PID 1, so a phase that kills every process cannot take it down, and when it
 exits the kernel kills whatever the phase left running; the capabilities Docker sandboxes
-keep (`KEPT_CAPABILITIES`), no-new-privileges, a seccomp filter; /proc/sys and other host
-knobs read-only (uid 0 inside is uid 0 outside: there is no user namespace); a cgroup v1
+keep (`taskloom.sandbox.policy`), no-new-privileges, a seccomp filter; /proc/sys and other
+host knobs read-only (uid 0 inside is uid 0 outside: there is no user namespace); a cgroup v1
 memory (no swap), pids and CPU limit; and a wall-clock deadline after which every process
 in the sandbox's cgroup is killed. Sandboxes are plain mounts, folders and cgroups named
 after the owning process: `close()` removes them (also on Ctrl-C and errors), and a later
-runtime removes those of a process that was killed (`prune_stale`).
+runtime removes those of a process that was killed (`bwrap_host.prune_stale`).
 
 A real `docker build` has no meaning without Docker: a strict-mode Dockerfile that can be
 emulated on the base image is emulated; any other (multi-stage, FROM another image, a
@@ -42,70 +43,35 @@ from pathlib import Path
 
 from taskloom.errors import SandboxError, SandboxUnavailable, Unemulable
 from taskloom.sandbox import base_image, cgroups, dockerfile, mounts, rootfs, seccomp
-from taskloom.sandbox.docker_runtime import DRIVER_SOURCE, KEPT_CAPABILITIES, PIDS_LIMIT
-from taskloom.sandbox.driver import RESULT_MARKER
-from taskloom.sandbox.driver_plan import driver_plan, parse_driver_output, sandbox_died
+from taskloom.sandbox.bwrap_host import (
+    STATE_ROOT,
+    process_name,
+    prune_stale,
+    remove_tree,
+    unavailable_reasons,
+)
+from taskloom.sandbox.driver_plan import DriverReport, driver_plan, read_report
+from taskloom.sandbox.fast_mode import run_in_place
+from taskloom.sandbox.policy import (
+    DRIVER_SOURCE,
+    KEPT_CAPABILITIES,
+    OUTPUT_LIMIT,
+    PIDS_LIMIT,
+    PROC_HIDDEN_DIRS,
+    PROC_HIDDEN_FILES,
+    PROC_READ_ONLY,
+)
 from taskloom.sandbox.trial import (
     CommandResult,
     EnvironmentSpec,
-    Leak,
     Phase,
-    PhaseResult,
     SetupResult,
     TrialPlan,
     TrialResult,
 )
 
-STATE_ROOT = Path("/var/lib/taskloom/sandboxes")
 _INSTANCES = itertools.count()
-OUTPUT_LIMIT = 4 * 1024 * 1024
 SLACK_SEC = 30.0
-# Paths below /proc that Docker makes read-only or hides. Without a user namespace, uid 0 in
-# the sandbox is uid 0 on the host: a writable /proc/sys/kernel/core_pattern would be the
-# host's. (bwrap covers some of these only when it judges them writable.)
-PROC_READ_ONLY = ("sys", "sysrq-trigger", "irq", "bus", "fs")
-PROC_HIDDEN_FILES = ("kcore", "keys", "latency_stats", "timer_list", "timer_stats",
-                     "sched_debug")
-PROC_HIDDEN_DIRS = ("acpi", "asound", "scsi")
-
-
-def unavailable_reasons(rootfs_root: Path = rootfs.ROOTFS_ROOT) -> list[tuple[str, str]]:
-    """Why the bwrap runtime cannot run here, as (reason, fix) pairs; empty when it can."""
-    reasons = []
-    if shutil.which("bwrap") is None:
-        reasons.append(("bubblewrap is not installed", "apt-get install -y bubblewrap"))
-    if os.geteuid() != 0:
-        userns = "available" if _user_namespaces() else "disabled"
-        reasons.append((f"not root (unprivileged user namespaces are {userns} here, but "
-                        "the runtime mounts overlays and cgroups as root; rootless mode is "
-                        "not implemented)", "run taskloom as root (sudo)"))
-    else:
-        if not mounts.overlay_supported():
-            reasons.append(("the kernel has no overlay filesystem", "modprobe overlay"))
-        missing = cgroups.missing_controllers()
-        if missing:
-            reasons.append((f"no cgroup v1 {', '.join(missing)} controller (cgroup v2-only "
-                            "hosts are not supported yet)", "use --runtime docker"))
-    if shutil.which("unshare") is None:
-        reasons.append(("unshare (util-linux) is missing", "apt-get install -y util-linux"))
-    found = rootfs.find(base_image.BASE_IMAGE, rootfs_root)
-    if found is None:
-        reasons.append((f"the root filesystem of {base_image.BASE_IMAGE} is not exported yet",
-                        rootfs.export_hint()))
-    elif found.toolbox != base_image.TOOLBOX_DIGEST:
-        reasons.append((f"{found.path} holds another package list than {base_image.BASE_IMAGE}",
-                        rootfs.export_hint() + " --force"))
-    return reasons
-
-
-def _user_namespaces() -> bool:
-    try:
-        if int(Path("/proc/sys/user/max_user_namespaces").read_text()) == 0:
-            return False
-        knob = Path("/proc/sys/kernel/unprivileged_userns_clone")
-        return not knob.exists() or knob.read_text().strip() == "1"
-    except (OSError, ValueError):
-        return False
 
 
 class BwrapRuntime:
@@ -137,7 +103,7 @@ class BwrapRuntime:
         self.state_root = state_root
         self.layered = layered
         # <pid>-<start time>-<instance>: names this runtime even after the pid is reused.
-        self.owner = f"{_process_name(os.getpid())}-{next(_INSTANCES)}"
+        self.owner = f"{process_name(os.getpid())}-{next(_INSTANCES)}"
         self.home = state_root / self.owner
         self._bwrap = shutil.which("bwrap") or "bwrap"
         self._env = {**self.rootfs.env, "HOME": "/root", "HOSTNAME": rootfs.HOSTNAME}
@@ -211,38 +177,17 @@ class BwrapRuntime:
 
     def _run_in_place(self, plan: TrialPlan, spec: EnvironmentSpec,
                       trial: Path) -> TrialResult:
-        """Fast mode: one sandbox sets up and runs every phase, reset in place between them.
+        """Fast mode (`fast_mode.run_in_place`): every sandbox sets up afresh on the base."""
+        sandboxes = itertools.count(1)
 
-        As in the Docker runtime's fast mode, the driver restores the state it recorded
-        after setup; phases after one whose changes it cannot undo run in a new sandbox.
-        """
-        phases = list(plan.phases)
-        results: list[PhaseResult] = []
-        setup = SetupResult(ok=True)
-        leaks: tuple[Leak, ...] = ()
-        notes: list[str] = []
-        sandboxes = 0
-        while phases:
-            sandboxes += 1
+        def drive(phases: list[Phase], first: bool) -> DriverReport:
             deadline = spec.build_timeout_sec + SLACK_SEC + sum(
                 _phase_budget(plan, phase) for phase in phases)
-            output = self._drive(plan, spec, trial / f"sandbox-{sandboxes}",
-                                 [self.rootfs.path], setup=True, phases=phases,
-                                 scan_leaks=sandboxes == 1, timeout=deadline)
-            setup = output["setup"]
-            if sandboxes == 1:
-                leaks = output["leaks"]
-            if not setup.ok:
-                break
-            results.extend(output["phases"])
-            not_run = set(output["not_run"])
-            if not_run:
-                notes.append(f"state after {results[-1].name} could not be reset in place "
-                             f"({output['dirty']}); {', '.join(output['not_run'])} ran in a "
-                             "new sandbox")
-            phases = [phase for phase in phases if phase.name in not_run]
-        return TrialResult(setup=setup, phases=tuple(results), leaks=leaks,
-                           sandboxes=sandboxes, notes=tuple(notes))
+            return self._drive(plan, spec, trial / f"sandbox-{next(sandboxes)}",
+                               [self.rootfs.path], setup=True, phases=phases,
+                               scan_leaks=first, timeout=deadline)
+
+        return run_in_place(plan, drive)
 
     def _run_layered(self, plan: TrialPlan, spec: EnvironmentSpec, trial: Path, *,
                      strict: bool) -> TrialResult:
@@ -251,16 +196,16 @@ class BwrapRuntime:
         output = self._drive(plan, spec, layer, [self.rootfs.path], setup=True, phases=[],
                              scan_leaks=True, timeout=spec.build_timeout_sec + SLACK_SEC,
                              keep_upper=True)
-        if not output["setup"].ok:
-            return TrialResult(setup=output["setup"], leaks=output["leaks"], sandboxes=1)
+        if not output.setup.ok:
+            return TrialResult(setup=output.setup, leaks=output.leaks, sandboxes=1)
         shutil.rmtree(layer / "upper" / ".taskloom", ignore_errors=True)
         lowers = [layer / "upper", self.rootfs.path]
         results = []
         for index, phase in enumerate(plan.phases):
             results += self._drive(plan, spec, trial / f"phase-{index}", lowers, setup=False,
                                    phases=[phase], scan_leaks=False,
-                                   timeout=_phase_budget(plan, phase) + SLACK_SEC)["phases"]
-        return TrialResult(setup=output["setup"], phases=tuple(results), leaks=output["leaks"],
+                                   timeout=_phase_budget(plan, phase) + SLACK_SEC).phases
+        return TrialResult(setup=output.setup, phases=tuple(results), leaks=output.leaks,
                            sandboxes=1 + len(plan.phases),
                            notes=("every phase ran in a new sandbox on the set-up layer" +
                                   (" (strict mode without Docker: the Dockerfile was emulated "
@@ -268,8 +213,12 @@ class BwrapRuntime:
 
     def _drive(self, plan: TrialPlan, spec: EnvironmentSpec, directory: Path,
                lowers: list[Path], *, setup: bool, phases: list[Phase], scan_leaks: bool,
-               timeout: float, keep_upper: bool = False) -> dict:
-        """Run the driver once in a new sandbox and parse what it reports."""
+               timeout: float, keep_upper: bool = False) -> DriverReport:
+        """Run the driver once in a new sandbox and parse what it reports.
+
+        A run without setup runs one phase on the set-up layer: when its sandbox dies, that
+        phase fails (no reward), not the setup.
+        """
         document = driver_plan(plan, phases, setup=setup, scan_leaks=scan_leaks,
                                fresh_since=f"/.taskloom/{self._driver_name}", spec=spec)
         with _Sandbox(self, directory, lowers, spec, keep_upper=keep_upper) as sandbox:
@@ -286,29 +235,21 @@ class BwrapRuntime:
             oom = sandbox.cgroup.oom_killed()
         if self._closed:
             raise SandboxError("the runtime was closed (interrupted); no new sandboxes")
-        _, marker, tail = output.rpartition(RESULT_MARKER)
-        if marker:
-            return parse_driver_output(json.loads(tail))
-        why = ("ran past its overall deadline" if timed_out
-               else "ran out of memory" if oom else None)
-        if why is None:
+        report = read_report(output, timed_out=timed_out, out_of_memory=oom,
+                             phase=None if setup else phases[0].name, seconds=timeout)
+        if report is None:
             raise SandboxError(f"the trial driver exited with code {exit_code} without a "
                                f"result:\n{output[-2000:]}",
                                fix="check `taskloom doctor`; the root filesystem needs "
                                    "python3 >= 3.9 (re-export it with --force)")
-        if setup:
-            return sandbox_died(why, output)
-        log = f"the sandbox {why}\n{output[-4000:]}"
-        return {"phases": [PhaseResult(
-            name=phases[0].name, reward_error=f"the sandbox {why} before the tests finished",
-            tests=CommandResult(exit_code=-9, timed_out=timed_out, seconds=timeout, log=log))]}
+        return report
 
     def _discard(self, trial: Path) -> None:
         """Unmount and delete a finished trial's folders in the background."""
         try:
-            self._cleaner.submit(_remove_tree, trial)
+            self._cleaner.submit(remove_tree, trial)
         except RuntimeError:  # close() has shut the cleaner down: do it now
-            _remove_tree(trial)
+            remove_tree(trial)
 
     def _bwrap_args(self) -> list[str]:
         """The bubblewrap options every sandbox gets (the root is added per sandbox)."""
@@ -505,42 +446,3 @@ def _refused(why: str) -> SetupResult:
     log = f"{why}: strict mode needs Docker; validate this task with --runtime docker"
     return SetupResult(ok=False, log=log,
                        command=CommandResult(exit_code=1, timed_out=False, seconds=0.0, log=log))
-
-
-def _process_name(pid: int) -> str | None:
-    """`<pid>-<start time>`: names a process uniquely even after its pid is reused."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return f"{pid}-{fields[19]}"
-
-
-def _alive(owner: str) -> bool:
-    """Is the process that made `owner` (see BwrapRuntime.owner) still running?"""
-    pid, start, *_ = [*owner.split("-"), ""]
-    return pid.isdigit() and _process_name(int(pid)) == f"{pid}-{start}"
-
-
-def _remove_tree(directory: Path) -> None:
-    mounts.unmount_below(directory)
-    shutil.rmtree(directory, ignore_errors=True)
-
-
-def prune_stale(state_root: Path = STATE_ROOT) -> int:
-    """Remove the sandboxes (processes, mounts, folders, cgroups) of dead taskloom processes.
-
-    Returns:
-        How many dead processes' leftovers were removed.
-    """
-    names = set(cgroups.owners())
-    with contextlib.suppress(OSError):
-        names.update(p.name for p in state_root.iterdir() if p.is_dir())
-    removed = 0
-    for name in sorted(names):
-        if _alive(name):
-            continue
-        cgroups.remove_tree(name)
-        _remove_tree(state_root / name)
-        removed += 1
-    return removed

@@ -8,12 +8,16 @@ Two ways to run a trial, chosen by the plan's environment:
 - **exec** (strict mode, a real `docker build` or a prebuilt image): every phase gets a
   fresh container; the host copies files in and execs solve.sh / test.sh, as Harbor does.
 
-Every container: no network, memory = memory+swap limit, CPU quota, pids limit, all
-capabilities dropped but the few file-ownership ones tasks need, no-new-privileges, capped
-logs, a wall-clock deadline after which it is killed, and a label so a later run removes it
-if this process dies before it could. The container's PID 1 is our own process (the driver,
-or `sleep`): the kernel does not let processes inside the container kill it, so a solution
-that runs `kill -9 -1` or `pkill python3` cannot take the trial down with it.
+Every container gets the sandbox policy (`taskloom.sandbox.policy`): no network, memory =
+memory+swap limit, CPU quota, pids limit, all capabilities dropped but the few
+file-ownership ones tasks need, no-new-privileges, capped logs, and a label so a later run
+removes it if this process dies before it could; plus a wall-clock deadline after which it
+is killed. The container's PID 1 is our own process (the driver, or `sleep`): the kernel
+does not let processes inside the container kill it, so a solution that runs `kill -9 -1`
+or `pkill python3` cannot take the trial down with it.
+
+The engine client and the container factory are in `taskloom.sandbox.containers`, shared
+with live environments; `docker_client` and `prune_stale` are importable from here too.
 """
 
 from __future__ import annotations
@@ -21,20 +25,27 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
-import socket
 import tarfile
 import tempfile
 import threading
 import time
 import uuid
-from pathlib import Path
 from typing import IO
 
-from taskloom.errors import SandboxError, SandboxUnavailable
-from taskloom.sandbox import base_image
-from taskloom.sandbox.driver import RESULT_MARKER, Capture, parse_reward
-from taskloom.sandbox.driver_plan import driver_plan, parse_driver_output, sandbox_died
+from taskloom.errors import SandboxError
+from taskloom.sandbox.containers import (
+    add_tar_member,
+    create_container,
+    docker_client,
+    engine_errors,
+    prune_stale,
+    read_reward,
+    tar_files,
+)
+from taskloom.sandbox.driver import Capture
+from taskloom.sandbox.driver_plan import DriverReport, driver_plan, read_report
+from taskloom.sandbox.fast_mode import run_in_place
+from taskloom.sandbox.policy import DRIVER_SOURCE, OUTPUT_LIMIT, sandbox_labels
 from taskloom.sandbox.trial import (
     CommandResult,
     Leak,
@@ -45,59 +56,7 @@ from taskloom.sandbox.trial import (
     TrialResult,
 )
 
-DRIVER_SOURCE = Path(__file__).with_name("driver.py")
-LABEL = "taskloom.sandbox"
-OWNER_LABEL = "taskloom.owner"
-# Capabilities kept: what chown/chmod/useradd/su-style task steps need. Everything else
-# (NET_RAW, MKNOD, SYS_CHROOT, SETFCAP, AUDIT_WRITE, NET_BIND_SERVICE, SETPCAP) is dropped.
-KEPT_CAPABILITIES = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID")
-PIDS_LIMIT = 512
-LOG_BYTES_LIMIT = 4 * 1024 * 1024
 _SLEEP_FOREVER = ["sleep", "2147483647"]
-
-
-def docker_client(timeout: float = 120.0):
-    """A connected docker SDK client.
-
-    Raises:
-        SandboxUnavailable: The docker package is missing or the engine is unreachable.
-    """
-    try:
-        import docker
-        import docker.errors
-    except ImportError as exc:  # pragma: no cover - docker is a core dependency
-        raise SandboxUnavailable("the docker Python package is missing",
-                                 fix="pip install docker") from exc
-    try:
-        client = docker.from_env(timeout=timeout)
-        client.ping()
-    except docker.errors.DockerException as exc:
-        raise SandboxUnavailable(f"cannot reach the Docker engine ({exc})",
-                                 fix="start it (as root: `dockerd &`, or `systemctl start "
-                                     "docker`) and make sure this user may use "
-                                     "/var/run/docker.sock") from exc
-    return client
-
-
-def _owner() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def _tar(members: dict[str, tuple[bytes, int]]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as archive:
-        for name, (data, mode) in members.items():
-            _add_member(archive, name, io.BytesIO(data), len(data), mode)
-    return buffer.getvalue()
-
-
-def _add_member(archive: tarfile.TarFile, name: str, data: IO[bytes], size: int,
-                mode: int) -> None:
-    info = tarfile.TarInfo(name)
-    info.size = size
-    info.mode = mode
-    info.mtime = int(time.time())
-    archive.addfile(info, data)
 
 
 def _write_driver_archive(driver: bytes, document: dict, archive: IO[bytes]) -> None:
@@ -114,8 +73,8 @@ def _write_driver_archive(driver: bytes, document: dict, archive: IO[bytes]) -> 
         plan_json.flush()
         size = plan_json.buffer.tell()
         plan_json.buffer.seek(0)
-        _add_member(tar, ".taskloom/driver.py", io.BytesIO(driver), len(driver), 0o600)
-        _add_member(tar, ".taskloom/plan.json", plan_json.buffer, size, 0o600)
+        add_tar_member(tar, ".taskloom/driver.py", io.BytesIO(driver), len(driver), 0o600)
+        add_tar_member(tar, ".taskloom/plan.json", plan_json.buffer, size, 0o600)
     archive.seek(0)
 
 
@@ -170,32 +129,12 @@ class DockerRuntime:
     # -- containers -----------------------------------------------------------------------
 
     def _create(self, image: str, command: list[str], plan: TrialPlan) -> str:
-        import docker.errors
-        from docker.types import LogConfig
-
         spec = plan.environment
         if self._closed:
             raise SandboxError("the runtime was closed (interrupted); no new sandboxes")
-        try:
-            created = self.client.api.create_container(
-                image=image, command=command, labels={LABEL: "1", OWNER_LABEL: _owner()},
-                network_disabled=not plan.network,
-                host_config=self.client.api.create_host_config(
-                    network_mode="bridge" if plan.network else "none",
-                    mem_limit=f"{spec.memory_mb}m", memswap_limit=f"{spec.memory_mb}m",
-                    nano_cpus=int(spec.cpus * 1e9), pids_limit=PIDS_LIMIT,
-                    cap_drop=["ALL"], cap_add=list(KEPT_CAPABILITIES),
-                    security_opt=["no-new-privileges"], init=False,
-                    log_config=LogConfig(type="json-file",
-                                         config={"max-size": "4m", "max-file": "1"}),
-                ),
-            )
-        except docker.errors.ImageNotFound as exc:
-            raise SandboxUnavailable(f"image {image} is not available locally",
-                                     fix=_image_fix(image)) from exc
-        except docker.errors.DockerException as exc:
-            raise SandboxError(f"could not create a container from {image}: {exc}") from exc
-        container_id = created["Id"]
+        container_id = create_container(self.client, image, command, memory_mb=spec.memory_mb,
+                                        cpus=spec.cpus, network=plan.network,
+                                        labels=sandbox_labels())
         with self._lock:
             self._live.add(container_id)
             closed = self._closed
@@ -215,31 +154,12 @@ class DockerRuntime:
     # -- fast mode: one driver container, in-place resets -------------------------------
 
     def _run_fast(self, plan: TrialPlan) -> TrialResult:
-        phases = list(plan.phases)
-        results: list[PhaseResult] = []
-        setup = SetupResult(ok=True)
-        leaks: tuple[Leak, ...] = ()
-        notes: list[str] = []
-        sandboxes = 0
-        while phases:
-            sandboxes += 1
-            output = self._drive(plan, phases, scan_leaks=sandboxes == 1)
-            setup = output["setup"]
-            if sandboxes == 1:
-                leaks = output["leaks"]
-            if not setup.ok:
-                break
-            results.extend(output["phases"])
-            not_run = output["not_run"]
-            if not_run:
-                notes.append(f"state after {results[-1].name} could not be reset in place "
-                             f"({output['dirty']}); {', '.join(not_run)} ran in a new "
-                             "container")
-            phases = [p for p in phases if p.name in set(not_run)]
-        return TrialResult(setup=setup, phases=tuple(results), leaks=leaks,
-                           sandboxes=sandboxes, notes=tuple(notes))
+        return run_in_place(plan, lambda phases, first: self._drive(plan, phases,
+                                                                    scan_leaks=first),
+                            sandbox_noun="container")
 
-    def _drive(self, plan: TrialPlan, phases: list[Phase], *, scan_leaks: bool) -> dict:
+    def _drive(self, plan: TrialPlan, phases: list[Phase], *,
+               scan_leaks: bool) -> DriverReport:
         """Run the driver once in a new container and parse what it reports."""
         spec = plan.environment
         deadline = (spec.build_timeout_sec + 30.0 + len(phases) *
@@ -254,21 +174,18 @@ class DockerRuntime:
             exit_code, timed_out = self._wait(container_id, deadline)
             logs = self._logs(container_id)
             state = self.client.api.inspect_container(container_id)["State"]
-        except _engine_errors() as exc:
+        except engine_errors() as exc:
             raise SandboxError(f"the Docker engine failed while running a trial: {exc}") from exc
         finally:
             self._remove(container_id)
-        _, marker, tail = logs.rpartition(RESULT_MARKER)
-        if not marker:
-            if timed_out or state.get("OOMKilled"):
-                why = ("ran past its overall deadline" if timed_out
-                       else "ran out of memory")
-                return sandbox_died(why, logs)
+        report = read_report(logs, timed_out=timed_out,
+                             out_of_memory=bool(state.get("OOMKilled")))
+        if report is None:
             raise SandboxError(f"the trial driver in {spec.image} exited with code "
                                f"{exit_code} without a result:\n{logs[-2000:]}",
                                fix="fast mode needs python3 >= 3.9 in the image (the "
                                    "taskloom base image has it); use --mode strict otherwise")
-        return parse_driver_output(json.loads(tail))
+        return report
 
     def _wait(self, container_id: str, deadline: float) -> tuple[int, bool]:
         import requests
@@ -283,7 +200,7 @@ class DockerRuntime:
 
     def _logs(self, container_id: str) -> str:
         raw = self.client.api.logs(container_id, stdout=True, stderr=True, tail=2000)
-        return raw[-LOG_BYTES_LIMIT:].decode("utf-8", errors="replace")
+        return raw[-OUTPUT_LIMIT:].decode("utf-8", errors="replace")
 
     # -- strict mode: real build, fresh container per phase -----------------------------
 
@@ -315,7 +232,7 @@ class DockerRuntime:
 
         spec = plan.environment
         tag = f"taskloom-build:{uuid.uuid4().hex[:16]}"
-        context = _tar({f.path: (f.content, f.mode) for f in spec.context})
+        context = tar_files(spec.context)
         started = time.monotonic()
         lines: list[str] = []
         with self._lock:
@@ -324,7 +241,7 @@ class DockerRuntime:
             stream = self.client.api.build(
                 fileobj=io.BytesIO(context), custom_context=True, tag=tag, rm=True,
                 forcerm=True, decode=True, network_mode="bridge" if plan.network else "none",
-                labels={LABEL: "1", OWNER_LABEL: _owner()}, timeout=spec.build_timeout_sec,
+                labels=sandbox_labels(), timeout=spec.build_timeout_sec,
                 container_limits={"memory": spec.memory_mb * 1024 * 1024,
                                   "memswap": spec.memory_mb * 1024 * 1024})
             for chunk in stream:
@@ -356,24 +273,24 @@ class DockerRuntime:
             solution = None
             if phase.solution is not None:
                 files = plan.solutions[phase.solution]
-                self.client.api.put_archive(container_id, "/", _tar(
-                    {f"solution/{f.path}": (f.content, f.mode) for f in files}))
+                self.client.api.put_archive(container_id, "/",
+                                            tar_files(files, "solution/"))
                 solution = self._exec(container_id, _shell("/solution/solve.sh"),
                                       timeout=plan.solution_timeout, plan=plan,
                                       env={**plan.environment.env, **plan.solution_env},
                                       user=plan.agent_user)
                 if solution.timed_out:
                     return PhaseResult(name=phase.name, solution=solution)
-            self.client.api.put_archive(container_id, "/", _tar(
-                {f"tests/{f.path}": (f.content, f.mode) for f in plan.tests}))
+            self.client.api.put_archive(container_id, "/", tar_files(plan.tests, "tests/"))
             tests = self._exec(container_id, _shell("/tests/test.sh"),
                                timeout=plan.tests_timeout, plan=plan,
                                env={**plan.environment.env, **plan.verifier_env},
                                user=plan.verifier_user)
-            reward, error = (None, None) if tests.timed_out else self._read_reward(container_id)
+            reward, error = ((None, None) if tests.timed_out
+                             else read_reward(self.client, container_id))
             return PhaseResult(name=phase.name, solution=solution, tests=tests, reward=reward,
                                reward_error=error)
-        except _engine_errors() as exc:
+        except engine_errors() as exc:
             raise SandboxError(f"the Docker engine failed during {phase.name}: {exc}") from exc
         finally:
             self._remove(container_id)
@@ -406,19 +323,6 @@ class DockerRuntime:
         code = info.get("ExitCode")
         return CommandResult(exit_code=-9 if code is None else int(code), timed_out=timed_out,
                              seconds=round(time.monotonic() - started, 4), log=capture.text())
-
-    def _read_reward(self, container_id: str) -> tuple[float | None, str | None]:
-        import docker.errors
-
-        try:
-            stream, _ = self.client.api.get_archive(container_id, "/logs/verifier")
-        except docker.errors.NotFound:
-            return None, "tests/test.sh wrote no /logs/verifier directory"
-        data = b"".join(stream)
-        with tarfile.open(fileobj=io.BytesIO(data)) as archive:
-            files = {Path(m.name).name: archive.extractfile(m).read(65536)
-                     for m in archive.getmembers() if m.isfile()}
-        return parse_reward(files)
 
     def _exec_leak_scan(self, image: str, plan: TrialPlan) -> tuple[Leak, ...]:
         sizes = sorted({f.size for f in plan.leak_fingerprints})
@@ -454,57 +358,9 @@ def _shell(script: str) -> list[str]:
             'else exec sh "$0"; fi', script]
 
 
-def _engine_errors() -> tuple[type[BaseException], ...]:
-    import docker.errors
-    import requests
-
-    return (docker.errors.DockerException, requests.exceptions.RequestException)
-
-
-def _image_fix(image: str) -> str:
-    if base_image.is_base_image(image):
-        return "build it: `taskloom base-image build`"
-    return f"pull or build {image} first (no registry is used during validation)"
-
-
 def _build_failure(started: float, lines: list[str], error: str,
                    timed_out: bool) -> SetupResult:
     log = ("".join(lines) + "\n" + error)[-8000:]
     return SetupResult(ok=False, seconds=time.monotonic() - started, log=log,
                        command=CommandResult(exit_code=1, timed_out=timed_out,
                                              seconds=time.monotonic() - started, log=log))
-
-
-def prune_stale(client) -> int:
-    """Remove sandboxes and build images left by taskloom processes that no longer run."""
-    import docker.errors
-
-    host = socket.gethostname()
-    removed = 0
-    try:
-        containers = client.api.containers(all=True, filters={"label": LABEL})
-        images = client.api.images(filters={"label": LABEL})
-    except docker.errors.DockerException:
-        return 0
-    for item in containers + images:
-        owner = (item.get("Labels") or {}).get(OWNER_LABEL, "")
-        owner_host, _, pid = owner.rpartition(":")
-        if owner_host != host or not pid.isdigit() or _alive(int(pid)):
-            continue
-        with contextlib.suppress(docker.errors.DockerException):
-            if "Image" in item and "Names" in item:
-                client.api.remove_container(item["Id"], force=True, v=True)
-            else:
-                client.api.remove_image(item["Id"], force=True)
-            removed += 1
-    return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

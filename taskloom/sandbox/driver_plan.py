@@ -1,13 +1,19 @@
 """The host side of the in-sandbox driver: the plan.json it reads, and what it reports back.
 
-Every runtime that runs `driver.py` (Docker, bubblewrap) builds its plan and parses its
-output here, so the two speak exactly the same protocol.
+Every runtime that runs `driver.py` (Docker, bubblewrap) builds its plan and reads its
+output here, so the two speak exactly the same protocol: a `DriverReport` per driver run,
+also when the sandbox died before the driver could write one.
 """
 
 from __future__ import annotations
 
 import base64
+import json
 
+from pydantic import Field
+
+from taskloom.models import Frozen
+from taskloom.sandbox.driver import RESULT_MARKER
 from taskloom.sandbox.trial import (
     CommandResult,
     EnvironmentSpec,
@@ -17,6 +23,22 @@ from taskloom.sandbox.trial import (
     SetupResult,
     TrialPlan,
 )
+
+
+class DriverReport(Frozen):
+    """What one run of the in-sandbox driver reports: setup, the phases it ran, leaks."""
+
+    setup: SetupResult = Field(description="Outcome of the setup steps this run did "
+                               "(ok, and nothing run, when it was given none).")
+    phases: tuple[PhaseResult, ...] = Field(default=(), description="The phases it ran, "
+                                            "in order.")
+    not_run: tuple[str, ...] = Field(default=(), description="Phases it did not run because "
+                                     "the state after the last one could not be reset in "
+                                     "place; they need a new sandbox.")
+    dirty: str | None = Field(default=None, description="Why the state could not be reset "
+                              "(None when every phase ran).")
+    leaks: tuple[Leak, ...] = Field(default=(), description="Test or solution files found in "
+                                    "the set-up environment (when asked to scan).")
 
 
 def driver_plan(plan: TrialPlan, phases: list[Phase], *, setup: bool = True,
@@ -79,22 +101,77 @@ def _command(data: dict | None) -> CommandResult | None:
                          seconds=data["seconds"], log=data["log"])
 
 
-def parse_driver_output(data: dict) -> dict:
-    """The driver's JSON as models: setup, phases, not_run, dirty, leaks."""
+def parse_driver_output(data: dict) -> DriverReport:
+    """The driver's JSON report (what follows `RESULT_MARKER` in its output) as a model."""
     raw_setup = data["setup"]
     setup = SetupResult(ok=raw_setup["ok"], step=raw_setup.get("step"),
                         command=None if raw_setup["ok"] else _command(raw_setup),
                         seconds=raw_setup["seconds"], log=raw_setup["log"])
-    phases = [PhaseResult(name=p["name"], solution=_command(p["solution"]),
-                          tests=_command(p["tests"]), reward=p["reward"],
-                          reward_error=p["reward_error"]) for p in data["phases"]]
-    return {"setup": setup, "phases": phases, "not_run": data["not_run"],
-            "dirty": data["dirty"], "leaks": tuple(Leak(**leak) for leak in data["leaks"])}
+    phases = tuple(PhaseResult(name=p["name"], solution=_command(p["solution"]),
+                               tests=_command(p["tests"]), reward=p["reward"],
+                               reward_error=p["reward_error"]) for p in data["phases"])
+    return DriverReport(setup=setup, phases=phases, not_run=tuple(data["not_run"]),
+                        dirty=data["dirty"],
+                        leaks=tuple(Leak(**leak) for leak in data["leaks"]))
 
 
-def sandbox_died(why: str, logs: str) -> dict:
-    """The report of a driver run whose sandbox died: setup failed, with the reason."""
-    command = CommandResult(exit_code=-9, timed_out="deadline" in why, seconds=0.0,
+def sandbox_died(why: str, logs: str, *, timed_out: bool) -> DriverReport:
+    """The report of a driver run whose sandbox died: setup failed, with the reason.
+
+    Args:
+        why: What happened, completing "the sandbox ...": "ran out of memory".
+        logs: The sandbox's output (its tail is kept).
+        timed_out: The host killed the sandbox at its deadline (not for memory).
+    """
+    command = CommandResult(exit_code=-9, timed_out=timed_out, seconds=0.0,
                             log=f"the sandbox {why}\n{logs[-4000:]}")
-    return {"setup": SetupResult(ok=False, step=None, command=command, log=command.log),
-            "phases": [], "not_run": [], "dirty": None, "leaks": ()}
+    return DriverReport(setup=SetupResult(ok=False, step=None, command=command,
+                                          log=command.log))
+
+
+def phase_died(phase: str, why: str, logs: str, *, timed_out: bool,
+               seconds: float) -> DriverReport:
+    """The report of a driver run without setup whose sandbox died during its one phase.
+
+    Setup ran in an earlier sandbox (the bwrap runtime's layered path), so the death is
+    that phase's failure, with no reward, not a failed setup.
+
+    Args:
+        phase: The phase's name.
+        why: What happened, completing "the sandbox ...".
+        logs: The sandbox's output (its tail is kept).
+        timed_out: The host killed the sandbox at its deadline (not for memory).
+        seconds: How long the phase was given.
+    """
+    log = f"the sandbox {why}\n{logs[-4000:]}"
+    return DriverReport(setup=SetupResult(ok=True), phases=(PhaseResult(
+        name=phase, reward_error=f"the sandbox {why} before the tests finished",
+        tests=CommandResult(exit_code=-9, timed_out=timed_out, seconds=seconds, log=log)),))
+
+
+def read_report(output: str, *, timed_out: bool, out_of_memory: bool,
+                phase: str | None = None, seconds: float = 0.0) -> DriverReport | None:
+    """What one driver run reports, read from its sandbox's output.
+
+    Args:
+        output: The sandbox's stdout and stderr; the driver writes its report last.
+        timed_out: The host killed the sandbox at its overall deadline.
+        out_of_memory: The kernel killed a process of the sandbox for want of memory.
+        phase: The one phase of a run without setup: a sandbox that died fails that phase
+            (`phase_died`) instead of the setup (`sandbox_died`).
+        seconds: How long that phase was given.
+
+    Returns:
+        The driver's report, or that of a sandbox that died (deadline or memory). None when
+        the driver exited without a report although its sandbox did not die: the driver
+        itself failed, which the caller raises as an infrastructure error.
+    """
+    _, marker, tail = output.rpartition(RESULT_MARKER)
+    if marker:
+        return parse_driver_output(json.loads(tail))
+    if not (timed_out or out_of_memory):
+        return None
+    why = "ran past its overall deadline" if timed_out else "ran out of memory"
+    if phase is None:
+        return sandbox_died(why, output, timed_out=timed_out)
+    return phase_died(phase, why, output, timed_out=timed_out, seconds=seconds)

@@ -29,6 +29,7 @@ from pydantic import Field
 from taskloom.errors import BaseImageError, SandboxUnavailable
 from taskloom.models import Frozen
 from taskloom.sandbox import base_image
+from taskloom.sandbox.policy import sandbox_labels
 
 ROOTFS_ROOT = Path("/var/lib/taskloom/rootfs")
 EXPORT_COMMAND = "taskloom base-image export"
@@ -100,8 +101,6 @@ def export_from_docker(client, image: str = base_image.BASE_IMAGE, *,
     """
     import docker.errors
 
-    from taskloom.sandbox.docker_runtime import LABEL, OWNER_LABEL
-
     existing = find(image, root)
     if existing is not None and not force:
         return existing
@@ -113,9 +112,9 @@ def export_from_docker(client, image: str = base_image.BASE_IMAGE, *,
         raise SandboxUnavailable(f"{image} is not available locally",
                                  fix="build it first: `taskloom base-image build`") from exc
     staging = _staging(root, image)
-    container = client.api.create_container(
-        image, command=["true"],
-        labels={LABEL: "1", OWNER_LABEL: f"{os.uname().nodename}:{os.getpid()}"})["Id"]
+    # Labelled as a sandbox: if this process is killed mid-export, a later run removes it.
+    container = client.api.create_container(image, command=["true"],
+                                            labels=sandbox_labels())["Id"]
     try:
         log(f"exporting {image} ({image_id[7:19]}) into {root / folder_name(image)}")
         with tempfile.TemporaryFile() as errors, subprocess.Popen(
@@ -167,14 +166,7 @@ def build_with_debootstrap(*, root: Path = ROOTFS_ROOT, force: bool = False,
             raise BaseImageError(f"debootstrap failed (exit {done.returncode}):\n"
                                  f"{(done.stdout + done.stderr)[-3000:]}",
                                  fix="check that Debian's mirror is reachable")
-        for relative in base_image._PRUNE:  # the same pruning as the Docker image
-            target = staging / relative
-            if target.is_dir():
-                for child in target.iterdir():
-                    if child.is_dir() and not child.is_symlink():
-                        shutil.rmtree(child)
-                    elif child.name != "lock":
-                        child.unlink()
+        base_image.prune(staging)
         (staging / "etc" / "taskloom-base").write_text(
             f"{image}\n{base_image.TOOLBOX_DIGEST}\n")
     except BaseException:
