@@ -134,9 +134,9 @@ def main() -> None:
         ours, ours_s, ours_peak, corpus_filter = run_filter(rows, vectors, args.threshold,
                                                             store)
         theirs, naive_s, naive_peak = naive(vectors, args.threshold)
-        with store.transaction() as db:
+        with store.transaction():
             for (_, _, fingerprint, _), vector in zip(rows, vectors, strict=True):
-                store.put_embedding(db, fingerprint, DEFAULT_MODEL, TEXT_VERSION,
+                store.put_embedding(fingerprint, DEFAULT_MODEL, TEXT_VERSION,
                                     vector.tolist())
         started = time.perf_counter()
         stored = store.embeddings(DEFAULT_MODEL, TEXT_VERSION)

@@ -25,7 +25,7 @@ from taskloom.errors import (
 )
 from taskloom.generators.llm.answers import DraftAnswer, JudgeAnswer, PlanAnswer
 from taskloom.generators.llm.client import OpenAIChat, Session, ask, grammar_schema
-from taskloom.generators.llm.exchange import ChatRequest, Exchange, Recorded
+from taskloom.generators.llm.exchange import ChatRequest, Exchange
 from taskloom.generators.llm.prompts import prompt
 from taskloom.generators.llm.render import answer_of_task, render_task
 from taskloom.generators.procedural.assemble import GENERATOR_VERSION
@@ -215,14 +215,29 @@ def test_cache_key_covers_prompt_fingerprint_and_model_settings():
     assert request.key(SETTINGS) == request.key(moved.output_settings())
 
 
-def test_recorded_failures_travel_as_data():
-    rejected = Recorded(failure="rejected", reason="generator: bad JSON")
-    with pytest.raises(NoDraft, match="bad JSON"):
-        rejected.unwrap()
-    error = Recorded(failure="error", reason="server gone", fix="start it")
-    with pytest.raises(InfrastructureError) as raised:
-        error.unwrap()
-    assert raised.value.fix == "start it"
+@pytest.mark.parametrize("backend", ["procedural", "llm"])
+def test_stage_failures_travel_as_data(monkeypatch, backend):
+    """Procedural and LLM stages alike: no draft is a rejection, a dead server an error."""
+    from taskloom.generators.backends import Backend
+    from taskloom.pipeline.records import Stage
+    from taskloom.pipeline.stages import Outcome
+
+    class Failing:
+        def __init__(self, error):
+            self.error = error
+
+        def plan(self, index, coverage=None):
+            raise self.error
+
+    config = load_run_config(None, [f"backend={backend}", "llm.model=mock"])
+    for error, status in ((NoDraft("planner: bad JSON"), Outcome.REJECTED),
+                          (InfrastructureError("server gone", fix="start it"), Outcome.ERROR)):
+        monkeypatch.setattr(stages, "backend_for",
+                            lambda config, chat=None, e=error: Backend(Failing(e), None, None))
+        outcome = stages.plan(config, 0)
+        assert (outcome.stage, outcome.status, outcome.value) == (Stage.PLAN, status, None)
+        assert outcome.reason in ("planner: bad JSON", "server gone")
+        assert outcome.fix == (None if status is Outcome.REJECTED else "start it")
 
 
 # -- schemas, rendering ---------------------------------------------------------------------
@@ -327,7 +342,7 @@ def test_stage_keys_follow_prompts_and_model_settings(monkeypatch):
     assert keys.plan(0) == plan_key  # the planner prompt did not change
     procedural = load_run_config(None, [])
     assert stages.generator_version(procedural) == GENERATOR_VERSION
-    assert not any(stages.uses_llm(procedural, s) for s in ("plan", "generate", "validate"))
+    assert not stages.run_asks_model(procedural)
 
 
 def test_prompt_files_parse_and_fill():
@@ -440,9 +455,9 @@ def test_run_with_invalid_answers_rejects_items_and_caches_exchanges(scripted, t
         "llm.price_in_per_mtok=1", "llm.price_out_per_mtok=1"])
     summary = Runner(config, tmp_path / "run").run()
     assert summary.exported == 0 and summary.status == "finished"
-    plan = next(row for row in summary.funnel if row["stage"] == "plan")
-    assert (plan["in"], plan["out"]) == (3, 0)
-    assert plan["tokens"] == 3 * 120 and plan["cost_usd"] == pytest.approx(3 * 120 / 1e6)
+    plan = next(row for row in summary.funnel if row.stage == "plan")
+    assert (plan.n_in, plan.n_out) == (3, 0)
+    assert plan.tokens == 3 * 120 and plan.cost_usd == pytest.approx(3 * 120 / 1e6)
     with RunStore(tmp_path / "run" / "run.duckdb", read_only=True) as store:
         reasons = [r for (r,) in store.query("SELECT reason FROM items ORDER BY item")]
         cached = store.query("SELECT count(*), sum(tokens_in) FROM llm_cache")[0]

@@ -50,7 +50,7 @@ def drafts(out) -> list[dict]:
     with RunStore(out / "run.duckdb", read_only=True) as store:
         keys = store.query("SELECT key FROM results WHERE stage = 'generate' AND "
                            "status = 'ok'")
-        return [store.result(key)["payload"] for (key,) in keys]
+        return [store.result(key).payload for (key,) in keys]
 
 
 def test_real_server_takes_json_object_with_a_schema(llama):
@@ -77,14 +77,14 @@ def test_llm_backend_end_to_end_with_refine_rounds_and_replay(llama, tmp_path, d
                                            "refine_rounds=1", "seed=0"))
     summary = Runner(config, out).run()
     assert summary.status == "finished"
-    funnel = {row["stage"]: row for row in summary.funnel}
-    assert funnel["plan"]["in"] == 2
-    assert funnel["generate"]["in"] == funnel["plan"]["out"]
-    assert funnel["validate"]["in"] == funnel["generate"]["out"] >= 1
-    assert funnel["refine"]["in"] >= 1, "no draft was refined"
-    assert funnel["plan"]["tokens"] > 0 and funnel["generate"]["tokens"] > 0
-    assert funnel["refine"]["tokens"] > 0
-    assert funnel["verified"]["cost_usd"] > 0
+    funnel = {row.stage: row for row in summary.funnel}
+    assert funnel["plan"].n_in == 2
+    assert funnel["generate"].n_in == funnel["plan"].n_out
+    assert funnel["validate"].n_in == funnel["generate"].n_out >= 1
+    assert funnel["refine"].n_in >= 1, "no draft was refined"
+    assert funnel["plan"].tokens > 0 and funnel["generate"].tokens > 0
+    assert funnel["refine"].tokens > 0
+    assert funnel["verified"].cost_usd > 0
 
     items = query(out, "SELECT item, status, reason FROM items ORDER BY item")
     assert len(items) == 2 and all(status in FINAL for _, status, _ in items)
@@ -126,9 +126,9 @@ def test_hybrid_backend_end_to_end_with_judge(llama, tmp_path, docker_client_rea
                                            "llm.judge=true"))
     summary = Runner(config, out).run()
     assert summary.status == "finished"
-    funnel = {row["stage"]: row for row in summary.funnel}
-    assert funnel["plan"]["in"] == 2 and funnel["plan"]["tokens"] == 0  # procedural plans
-    assert funnel["generate"]["in"] == 2 and funnel["generate"]["tokens"] > 0
+    funnel = {row.stage: row for row in summary.funnel}
+    assert funnel["plan"].n_in == 2 and funnel["plan"].tokens == 0  # procedural plans
+    assert funnel["generate"].n_in == 2 and funnel["generate"].tokens > 0
     items = query(out, "SELECT item, status, reason FROM items ORDER BY item")
     assert len(items) == 2 and all(status in FINAL for _, status, _ in items)
     rewrites = query(out, "SELECT item, count(*) FROM llm_cache WHERE purpose = 'rewriter' "

@@ -99,13 +99,13 @@ def run_dir(tmp_path_factory, docker_client_ready) -> Path:
     assert not report.accepted and ReasonCode.ORACLE_FAILS in report.reasons
     meta = tomllib.loads((source / "task.toml").read_text())["metadata"]
     rejected, duplicate = summary.items, summary.items + 1
-    with RunStore(out / "run.duckdb") as store, store.transaction() as db:
-        store.put_verdicts(db, rejected, 0, report.task, report.verdicts)
+    with RunStore(out / "run.duckdb") as store, store.transaction():
+        store.put_verdicts(rejected, 0, report.task, report.verdicts)
         common = {"task_id": report.task, "scenario": meta["scenario"],
                   "skills": meta["skills"], "difficulty": meta["difficulty"], "rounds": 0}
-        store.put_item(db, rejected, stage="validate", status="rejected",
+        store.put_item(rejected, stage="validate", status="rejected",
                        reason=", ".join(str(r) for r in report.reasons), **common)
-        store.put_item(db, duplicate, stage="validate", status="duplicate",
+        store.put_item(duplicate, stage="validate", status="duplicate",
                        reason="same content as an earlier task", **common)
     return out
 

@@ -145,7 +145,7 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
     assert process.returncode == 130
     assert "--resume --out" in stderr
     with RunStore(out / "run.duckdb", read_only=True) as store:
-        assert store.run_row()["status"] == "interrupted"
+        assert store.run().status == "interrupted"
     leftovers = subprocess.run(["docker", "ps", "-aq", "--filter", "label=taskloom.sandbox"],
                                capture_output=True, text=True).stdout.split()
     assert not [c for c in leftovers if _owned_by(c, process.pid)]
@@ -177,7 +177,7 @@ def test_unreachable_engine_stops_the_run_instead_of_erroring_every_item(tmp_pat
         Runner(load_run_config(None, ["count=20", "seed=5", "workers=2"]), out).run()
     with RunStore(out / "run.duckdb", read_only=True) as store:
         errors = store.query("SELECT count(*) FROM items WHERE status = 'error'")[0][0]
-        assert store.run_row()["status"] == "failed"
+        assert store.run().status == "failed"
     assert 5 <= errors < 20
 
 
@@ -189,7 +189,7 @@ def test_readme_command_starts_with_resume_and_repeats_without_new_work(tmp_path
     assert first.returncode == 0, first.stdout + first.stderr
     assert "no run in" in first.stderr
     with RunStore(out / "run.duckdb", read_only=True) as store:
-        assert store.run_row()["config"]["diversity"]["enabled"] is True
+        assert store.run().config["diversity"]["enabled"] is True
         results = store.query("SELECT count(*) FROM results")[0][0]
         embedded = store.query("SELECT count(*) FROM embeddings")[0][0]
     assert embedded >= 6
@@ -215,14 +215,14 @@ def test_large_payloads_live_compressed_beside_the_store_and_read_back(tmp_path)
     big = json.dumps({"files": ["line of a data file\n" * 50_000]})
     small = json.dumps({"path": ["csv.sort_rows"]})
     assert len(big) > PAYLOAD_INLINE_BYTES > len(small)
-    with RunStore(tmp_path / "run.duckdb") as store, store.transaction() as db:
+    with RunStore(tmp_path / "run.duckdb") as store, store.transaction():
         for key, payload in (("big", big), ("small", small), ("big2", big + " ")):
-            store.put_result(db, key=key, stage="generate", version="1", item=0, round_=0,
+            store.put_result(key=key, stage="generate", version="1", item=0, round_=0,
                              status="ok", reason=None, payload=payload, seconds=0.1)
     with RunStore(tmp_path / "run.duckdb", read_only=True) as store:
-        assert store.result("big")["payload"] == json.loads(big)
-        assert store.result("big2")["payload"] == json.loads(big)
-        assert store.result("small")["payload"] == json.loads(small)
+        assert store.result("big").payload == json.loads(big)
+        assert store.result("big2").payload == json.loads(big)
+        assert store.result("small").payload == json.loads(small)
     rows = {key: (payload, at, size) for key, payload, at, size in duckdb.connect(
         str(tmp_path / "run.duckdb"), read_only=True).execute(
         "SELECT key, payload, payload_at, payload_bytes FROM results").fetchall()}
@@ -235,4 +235,4 @@ def test_large_payloads_live_compressed_beside_the_store_and_read_back(tmp_path)
         damaged.truncate(rows["big2"][1] + 3)
     with RunStore(tmp_path / "run.duckdb") as store:
         assert store.result("big2") is None
-        assert store.result("big")["payload"] == json.loads(big)
+        assert store.result("big").payload == json.loads(big)

@@ -95,6 +95,14 @@ def test_notes_name_what_the_runtime_calls_a_sandbox():
                             "/usr/bin); oracle-1 ran in a new container",)
 
 
+def test_a_trial_of_no_phases_still_sets_the_environment_up():
+    leak = Leak(path="/app/answer", origin="tests/x")
+    drive = FakeDrive([0], leaks=[(leak,)])
+    result = run_in_place(plan(()), drive)
+    assert drive.calls == [([], True)]
+    assert result.setup.ok and result.phases == () and result.leaks == (leak,)
+
+
 def test_a_failed_setup_stops_the_trial():
     drive = FakeDrive([4], setup_fails_in=0)
     result = run_in_place(plan(), drive)

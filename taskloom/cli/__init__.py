@@ -7,7 +7,10 @@ base-image, graph). `common` holds the app, the consoles and the exit codes.
 
 from __future__ import annotations
 
-from taskloom.cli import machine, on_demand, runs, validate  # noqa: F401 (registers commands)
+# Importing a command module registers its commands, in this order in `--help`.
+# isort: off
+from taskloom.cli import validate, runs, on_demand, machine  # noqa: F401
+# isort: on
 from taskloom.cli.common import app
 
 __all__ = ["app", "main"]

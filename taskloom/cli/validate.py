@@ -10,8 +10,15 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from taskloom.cli.common import BaseUrlOption, ModelOption, app, console, fail, \
-    progress_bars, stdout
+from taskloom.cli.common import (
+    BaseUrlOption,
+    ModelOption,
+    app,
+    console,
+    fail,
+    progress_bars,
+    stdout,
+)
 from taskloom.errors import TaskloomError
 
 

@@ -40,9 +40,10 @@ def run_in_place(plan: TrialPlan, drive: Drive, *, sandbox_noun: str = "sandbox"
         sandbox_noun: What the runtime calls a sandbox, for the notes ("container").
 
     Returns:
-        The phases' results in plan order. The leaks are those of the first sandbox (later
-        ones are set up the same way, so they do not scan again). A failed setup ends the
-        trial with the phases that had run.
+        The phases' results in plan order (a plan of no phases sets the environment up in
+        one sandbox, for the build check and the image scan). The leaks are those of the
+        first sandbox (later ones are set up the same way, so they do not scan again). A
+        failed setup ends the trial with the phases that had run.
 
     Raises:
         SandboxError: The driver reported phases it did not run without running any (it
@@ -54,7 +55,7 @@ def run_in_place(plan: TrialPlan, drive: Drive, *, sandbox_noun: str = "sandbox"
     leaks: tuple[Leak, ...] = ()
     notes: list[str] = []
     sandboxes = 0
-    while phases:
+    while True:  # at least once: a trial of no phases still sets up (and scans) the image
         sandboxes += 1
         report = drive(phases, sandboxes == 1)
         setup = report.setup

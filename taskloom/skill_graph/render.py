@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from html import escape
 
+from taskloom.errors import ConfigError
 from taskloom.skill_graph.model import SkillGraph
 
 PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
@@ -116,10 +117,14 @@ def graph_svg(graph: SkillGraph, *, weights: dict[str, float] | None = None,
 
 
 def scenario_svg(graph: SkillGraph, scenario_id: str) -> str:
-    """One scenario, its skills, their transitions and the neighbouring scenarios."""
+    """One scenario, its skills, their transitions and the neighbouring scenarios.
+
+    Raises:
+        ConfigError: No scenario has that id.
+    """
     if scenario_id not in graph.scenarios:
-        raise KeyError(f"unknown scenario {scenario_id!r}; known: "
-                       f"{', '.join(sorted(graph.scenarios))}")
+        raise ConfigError(f"unknown scenario {scenario_id!r}", field="--scenario",
+                          fix=f"use one of: {', '.join(sorted(graph.scenarios))}")
     size, center = 900, 450.0
     colors = category_colors(graph)
     skills = sorted(graph.skills_of(scenario_id),

@@ -1,9 +1,9 @@
-"""What an LLM stage asks and gets: requests, recorded exchanges, and stage outputs.
+"""What an LLM stage asks and gets: requests and the exchanges recorded for them.
 
 A `ChatRequest` is the logical request (messages, answer schema, seed, which prompt); its
 `key` hashes it with the settings that change the answer (model, temperature...), never
 with how the schema is imposed on the wire or where the server is. A worker's session
-records every `Exchange`; the stage returns them inside `Recorded`, the driver writes
+records every `Exchange`; the stage returns them in its `StageOutcome`, the driver writes
 them to the run store's `llm_cache` table and hands them back as a replay map when it
 submits more work for the same item, so no request is paid for twice.
 """
@@ -16,9 +16,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from taskloom.errors import InfrastructureError
-from taskloom.generators.protocols import Blueprint, Draft
-from taskloom.models import Frozen, TaskReport, Usage
+from taskloom.models import Frozen, Usage
 
 
 class ChatMessage(Frozen):
@@ -66,37 +64,3 @@ class Exchange(Frozen):
         """Tokens and dollars of this exchange (one request)."""
         return Usage(tokens_in=self.tokens_in, tokens_out=self.tokens_out,
                      cost_usd=self.cost_usd, requests=1)
-
-
-class Recorded(Frozen):
-    """A stage outcome with the exchanges behind it (what an LLM stage function returns).
-
-    A failure travels as data rather than as an exception, so its exchanges reach the
-    driver from any worker process (Ray included) and are cached too.
-    """
-
-    value: Blueprint | Draft | TaskReport | None = Field(
-        default=None, description="The stage result, when there is one.")
-    failure: Literal["rejected", "error"] | None = Field(
-        default=None, description="rejected: no usable result (bad model output); "
-        "error: the infrastructure failed (retried on resume).")
-    reason: str = Field(default="", description="Why the stage failed.")
-    fix: str | None = Field(default=None, description="How to fix an infrastructure error.")
-    exchanges: tuple[Exchange, ...] = Field(default=(),
-                                            description="Every exchange the stage made.")
-    usage: Usage = Field(default_factory=Usage, description="Usage behind the outcome.")
-
-    def unwrap(self) -> Blueprint | Draft | TaskReport:
-        """The value, or the failure raised as the exception the runner expects.
-
-        Raises:
-            NoDraft: The model's output gave no usable result.
-            InfrastructureError: The model server (or the sandbox) failed.
-        """
-        from taskloom.errors import NoDraft
-
-        if self.failure == "rejected":
-            raise NoDraft(self.reason)
-        if self.failure == "error" or self.value is None:
-            raise InfrastructureError(self.reason or "the stage returned nothing", fix=self.fix)
-        return self.value

@@ -1,0 +1,118 @@
+"""One task on demand, and trying it: `make` and `check`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from taskloom.cli.common import app, console, fail, stdout
+from taskloom.errors import TaskloomError
+
+
+@app.command()
+def make(
+    request: Annotated[str, typer.Argument(help='What the task is about, e.g. "rotate nginx '
+                                                'logs and keep 5".', show_default=False)],
+    count: Annotated[int, typer.Option("--count", "-k", min=1, max=20,
+                                       help="Candidates to generate and validate.")] = 3,
+    difficulty: Annotated[str | None, typer.Option(
+        help="easy|medium|hard, or levels like noise=3,steps=2 (over words in the "
+             "request).")] = None,
+    out: Annotated[Path, typer.Option(help="Folder to write the task into.")] = Path("tasks"),
+    shell_: Annotated[bool, typer.Option("--shell", help="Then open a shell in the task's "
+                                                         "environment.")] = False,
+    runtime: Annotated[str, typer.Option(help="Sandbox runtime: docker or bwrap.")] = "docker",
+    seed: Annotated[int, typer.Option(help="Seed; another seed gives other candidates.")] = 0,
+) -> None:
+    """Make one verified task from a sentence, offline, in seconds.
+
+    Prints what it understood (skills and scenario with scores, difficulty, named paths and
+    numbers) and where the task is. A request that matches no skill gets the nearest
+    skills instead of a random task.
+    """
+    from taskloom.pipeline.on_demand import make_task
+
+    try:
+        with console.status("starting") as spinner:
+            result = make_task(request, count=count, difficulty=difficulty, out=out,
+                               runtime=runtime, seed=seed, status=spinner.update)
+    except TaskloomError as exc:
+        raise fail(exc) from exc
+    understood = result.request
+    stdout.print("[bold]understood[/]")
+    stdout.print("  skills:   " + ", ".join(f"{m.id} ({m.score:.2f})"
+                                            for m in understood.skills))
+    stdout.print(f"  scenario: {understood.scenario.id} ({understood.scenario.score:.2f})")
+    if understood.difficulty:
+        stdout.print("  difficulty: " + ", ".join(f"{k}={v}" for k, v in
+                                                  understood.difficulty.items()))
+    named = [*understood.paths, *understood.file_names, *map(str, understood.numbers)]
+    if named:
+        kept = set(result.honored)
+        stdout.print("  named:    " + ", ".join(f"{n} ({'used' if n in kept else 'not used'})"
+                                                for n in named))
+    task = result.task
+    stdout.print(f"[bold green]verified[/] {task.name}: skills "
+                 f"{' -> '.join(task.config.metadata.get('skills', []))} "
+                 f"({result.accepted} of {result.candidates} candidates passed, "
+                 f"{result.seconds:.1f} s)", soft_wrap=True)
+    stdout.print(f"  task folder: {result.folder}", soft_wrap=True)
+    stdout.print("  try it: add --shell, or after an attempt in a running environment "
+                 f"`taskloom check {result.folder} --container NAME`", soft_wrap=True)
+    if shell_:
+        _open_shell(task, Path(result.folder))
+
+
+def _open_shell(task, folder: Path) -> None:
+    from taskloom.sandbox import live
+
+    status = console.status("building the environment")
+    status.start()
+
+    def ready(name: str) -> None:
+        status.stop()
+        console.print(f"container [bold]{name}[/]: work in it, then from another terminal "
+                      f"`taskloom check {folder} --container {name}`; exit the shell to "
+                      "remove it", soft_wrap=True)
+
+    try:
+        live.open_shell(task, ready=ready)
+    except TaskloomError as exc:
+        raise fail(exc) from exc
+    finally:
+        status.stop()
+
+
+@app.command()
+def check(
+    folder: Annotated[Path, typer.Argument(help="The task folder.")],
+    container: Annotated[str | None, typer.Option(
+        help="A running environment to check (from `make --shell`); without it a fresh "
+             "environment is built and checked.")] = None,
+) -> None:
+    """Run a task's tests against the current state of a live environment.
+
+    Prints the reward and the checks that fail, so a person or an agent can attempt the
+    task and see how far they got. Exit 0 when the reward is 1.
+    """
+    from taskloom.harbor import read_task_folder
+    from taskloom.sandbox import live
+
+    try:
+        task = read_task_folder(folder)
+        with console.status("checking" if container else "building a fresh environment"):
+            result = live.check_task(task, container)
+    except TaskloomError as exc:
+        raise fail(exc) from exc
+    if result.reward is None:
+        stdout.print(f"[red]no reward[/]: {result.reward_error}")
+    else:
+        color = "green" if result.reward >= 1 else "red"
+        stdout.print(f"reward [bold {color}]{result.reward:g}[/]")
+    if result.failed:
+        stdout.print("failing checks:")
+        for name in result.failed:
+            stdout.print(f"  - {name}")
+    raise typer.Exit(0 if result.reward is not None and result.reward >= 1 else 1)
