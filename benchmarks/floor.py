@@ -15,12 +15,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from taskloom.validators.solvability import solution_steps, without_step
-
 from taskloom.harbor import read_task_folder
 from taskloom.models import Task
 from taskloom.sandbox.base_image import BASE_IMAGE
 from taskloom.sandbox.policy import KEPT_CAPABILITIES
+from taskloom.validators.mutations import solution_steps, without_step
 
 
 def _archive(task: Task) -> bytes:

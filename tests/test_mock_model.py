@@ -28,7 +28,7 @@ from taskloom.generators.llm.exchange import ChatRequest, Exchange
 from taskloom.generators.llm.mock import MockChat, schema_instance, tokens
 from taskloom.generators.llm.prompts import prompt
 from taskloom.leaks import instruction_leaks
-from taskloom.models import Check, ReasonCode, Verdict
+from taskloom.models import ReasonCode, Verdict
 from taskloom.sandbox.base_image import BASE_IMAGE
 from taskloom.validators.leakage import context_leaks
 
@@ -59,7 +59,7 @@ def agents(backend: str, chat, seed: int = 0):
 
 
 def oracle_failure() -> Verdict:
-    return Verdict(check=Check.ORACLE, passed=False, reason=ReasonCode.ORACLE_FAILS,
+    return Verdict(check="oracle", passed=False, reason=ReasonCode.ORACLE_FAILS,
                    details="reference solution gives reward 0 (needs 1)", log="E assert")
 
 

@@ -2,7 +2,8 @@
 
 This file runs *inside* the task's container with the container's own python3 (3.9+), so
 it imports only the standard library and never taskloom. The runtime copies it to
-`/.taskloom/driver.py` next to `plan.json` and starts it as the container's command.
+`/.taskloom/driver.py` next to `plan.json` and starts it as the container's command. That
+is why it is one module of ~700 lines: it travels into every sandbox as a single file.
 
 One phase = fresh state → (optional) solution → tests → reward. "Fresh state" is made in
 place, which is ~4x cheaper than a new container: after setup the driver records every
