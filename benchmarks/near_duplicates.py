@@ -34,6 +34,7 @@ from taskloom.embedding import (
     embedding_text,
 )
 from taskloom.errors import NoDraft
+from taskloom.generators.backends import backend_for
 from taskloom.pipeline import stages
 from taskloom.pipeline.corpus_filter import CorpusFilter
 from taskloom.pipeline.store import RunStore
@@ -41,11 +42,11 @@ from taskloom.pipeline.store import RunStore
 
 def generate(indices: list[int]) -> list[tuple[int, str, str, str]]:
     """(item, task name, fingerprint, embedded text) of each item that generates."""
-    config = load_run_config(None, ["seed=0", "diversity.steering=false"])
+    backend = backend_for(load_run_config(None, ["seed=0", "diversity.steering=false"]))
     made = []
     for index in indices:
         try:
-            draft = stages.generate(config, stages.plan(config, index))
+            draft = backend.generator.generate(backend.planner.plan(index))
         except NoDraft:
             continue
         made.append((index, draft.task.name, stages.draft_fingerprint(draft),

@@ -20,9 +20,8 @@ from concurrent.futures import ProcessPoolExecutor
 
 from taskloom.config import load_run_config
 from taskloom.errors import NoDraft
-from taskloom.generators.backends import skill_graph
+from taskloom.generators.backends import backend_for, skill_graph
 from taskloom.metrics.corpus import TaskRecord, corpus_metrics
-from taskloom.pipeline import stages
 from taskloom.skill_graph.steering import CoverageTracker
 
 METRICS = ("skill_coverage", "transition_coverage", "scenario_entropy", "category_entropy")
@@ -39,6 +38,7 @@ def arm(seed: int, tasks: int, steering: bool, lag: int, strength: float,
     made: dict[int, TaskRecord] = {}
     failed = 0
     started = time.perf_counter()
+    backend = backend_for(config)
     for index in range(tasks):
         coverage = None
         if steering:
@@ -47,9 +47,9 @@ def arm(seed: int, tasks: int, steering: bool, lag: int, strength: float,
                 if counted in made:
                     tracker.add(made[counted].skills, made[counted].scenario)
             coverage = tracker.snapshot(max(0, ready))
-        blueprint = stages.plan(config, index, coverage=coverage)
+        blueprint = backend.planner.plan(index, coverage)
         try:
-            draft = stages.generate(config, blueprint)
+            draft = backend.generator.generate(blueprint)
         except NoDraft:
             failed += 1
             continue

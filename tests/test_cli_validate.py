@@ -84,9 +84,24 @@ def test_ctrl_c_leaves_nothing_behind(tmp_path):
 
 
 def test_doctor_reports_engine_and_image():
+    from taskloom.doctor import run_checks
+
+    checks = {check.component: check for check in run_checks()}
+    for component in ("docker engine", "base image", "runtime: docker"):
+        assert checks[component].status == "ok", checks[component]
+    assert "taskloom/base:1" in checks["base image"].detail
     done = subprocess.run([*TASKLOOM, "doctor"], capture_output=True, text=True)
-    assert "docker engine" in done.stdout and "base image" in done.stdout
-    assert "taskloom/base" in done.stdout
+    assert done.returncode == 0, done.stdout
+
+
+def test_doctor_says_when_the_base_image_is_not_built(monkeypatch):
+    from taskloom.doctor import run_checks
+    from taskloom.sandbox import base_image
+
+    monkeypatch.setattr(base_image, "BASE_IMAGE", "taskloom/base:never-built")
+    image = next(c for c in run_checks() if c.component == "base image")
+    assert image.status != "ok" and "is not built" in image.detail
+    assert "taskloom base-image build" in image.fix
 
 
 def test_examples_are_accepted(tmp_path):

@@ -17,8 +17,9 @@ from llmservers import MODEL_ALIAS, LlamaServer, free_port
 
 from taskloom.config import LLMConfig, load_run_config
 from taskloom.errors import InvalidAnswer
-from taskloom.generators.llm.answers import PlanAnswer
-from taskloom.generators.llm.client import OpenAIChat, ask
+from taskloom.generators.llm.answers import JudgeAnswer, PlanAnswer
+from taskloom.generators.llm.client import OpenAIChat, ask, parse_json_object
+from taskloom.generators.llm.exchange import Exchange
 from taskloom.generators.llm.prompts import prompt
 from taskloom.pipeline.runner import Runner
 from taskloom.pipeline.store import RunStore
@@ -62,11 +63,9 @@ def test_real_server_takes_json_object_with_a_schema(llama):
         role="the infrastructure engineer", root="/srv/ops",
         skills="1. Find files by age: find old backups (tools: find)",
         difficulty="steps=1, specification=1")
-    try:
-        answer = ask(chat, request, PlanAnswer)
-        assert answer.title.strip()
-    except InvalidAnswer:
-        pass  # a weak model may answer badly; what matters is the negotiated mode below
+    # The grammar built from the schema makes even a 135M model's answer parse and validate.
+    answer = ask(chat, request, PlanAnswer)
+    assert answer.title.strip() and answer.details
     assert chat.mode == "json_object"  # llama-cpp-python answers 500 to json_schema
 
 
@@ -123,7 +122,7 @@ def test_hybrid_backend_end_to_end_with_judge(llama, tmp_path, docker_client_rea
     out = tmp_path / "run"
     config = load_run_config(None, options(llama.base_url, "backend=hybrid", "count=1",
                                            "max_items=2", "refine_rounds=1", "seed=1",
-                                           "llm.judge=true"))
+                                           'validation.checks=["+judge"]'))
     summary = Runner(config, out).run()
     assert summary.status == "finished"
     funnel = {row.stage: row for row in summary.funnel}
@@ -134,11 +133,13 @@ def test_hybrid_backend_end_to_end_with_judge(llama, tmp_path, docker_client_rea
     rewrites = query(out, "SELECT item, count(*) FROM llm_cache WHERE purpose = 'rewriter' "
                           "GROUP BY item")
     assert len(rewrites) == 2
-    for item, status, reason in items:
-        if status == "failed":  # the rewrite dropped a requirement twice (retried once)
-            assert "rewrite" in reason
-            assert dict(rewrites)[item] >= 2
-    for draft in drafts(out):
+    failed = [(item, reason) for item, status, reason in items if status == "failed"]
+    made = drafts(out)
+    assert len(made) + len(failed) == 2  # each item got a hybrid draft or failed rewriting
+    for item, reason in failed:  # the rewrite dropped a requirement twice (retried once)
+        assert "rewrite" in reason
+        assert dict(rewrites)[item] >= 2
+    for draft in made:
         assert draft["generator"] == "hybrid/1"
         assert draft["task"]["config"]["metadata"]["persona"]
 
@@ -148,14 +149,24 @@ def test_judge_runs_last_on_a_procedural_task(llama, tmp_path, docker_client_rea
     out = tmp_path / "run"
     config = load_run_config(None, options(llama.base_url, "backend=procedural", "count=1",
                                            "max_items=1", "refine_rounds=0", "seed=2",
-                                           "llm.judge=true", "difficulty.steps=1"))
+                                           'validation.checks=["+judge"]', "difficulty.steps=1"))
     summary = Runner(config, out).run()
     assert summary.status == "finished"
     checks = [row[0] for row in query(out, 'SELECT "check" FROM verdicts WHERE round = 0 '
                                            "ORDER BY rowid")]
     assert checks[-1] == "judge", checks
-    judge = query(out, "SELECT passed, reason FROM verdicts WHERE \"check\" = 'judge'")[0]
-    assert judge[1] in (None, "underspecified", "leak", "verifier")
+    passed, reason = query(out, "SELECT passed, reason FROM verdicts WHERE "
+                                "\"check\" = 'judge'")[0]
+    answers = [Exchange.model_validate_json(text).answer for (text,) in query(
+        out, "SELECT exchange FROM llm_cache WHERE purpose = 'judge' ORDER BY rowid")]
+    try:  # the verdict is what the model answered, or `verifier` when it never answered
+        said = JudgeAnswer.model_validate(parse_json_object(answers[-1] if answers else ""
+                                                            )).verdict
+    except (InvalidAnswer, ValueError):
+        said = None
+    expected = {"ok": None, "underspecified": "underspecified", "leak": "leak",
+                None: "verifier"}[said]
+    assert (passed, reason) == (expected is None, expected)
     tokens = query(out, "SELECT tokens_in FROM results WHERE stage = 'validate'")[0][0]
     assert tokens > 0
     assert {p for (p,) in query(out, "SELECT purpose FROM llm_cache")} == {"judge"}

@@ -210,7 +210,7 @@ def test_llm_environment_accepts_the_mock_without_a_server():
     config = load_run_config(None, ["backend=hybrid", "llm.model=mock"])
     resolved = with_llm_environment(config, {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})
     assert (resolved.llm.model, resolved.llm.base_url) == ("mock", None)
-    named = with_llm_environment(load_run_config(None, ["llm.judge=true"]),
+    named = with_llm_environment(load_run_config(None, ['validation.checks=["+judge"]']),
                                  {"TASKLOOM_LLM_MODEL": "mock"})
     assert (named.llm.model, named.llm.base_url) == ("mock", None)
     assert isinstance(transport_for(named.llm), MockChat)
@@ -278,7 +278,7 @@ def test_cli_judge_with_the_mock_stores_its_verdict(tmp_path):
     from taskloom.pipeline.store import RunStore
 
     out = tmp_path / "run"
-    done = generate(out, "--count", "1", "--set", "llm.judge=true")
+    done = generate(out, "--count", "1", "--set", 'validation.checks=["+judge"]')
     assert done.returncode == 0, done.stdout + done.stderr
     assert len(exported_tasks(out)) == 1
     assert all("judge" in c for c in passed_checks(out).values())
@@ -296,7 +296,8 @@ def test_resumed_run_replays_the_mock_from_the_cache(tmp_path):
 
     out = tmp_path / "run"
     config = load_run_config(None, ["count=1", "max_items=2", "workers=1", "seed=7",
-                                    "backend=llm", "llm.model=mock", "llm.judge=true"])
+                                    "backend=llm", "llm.model=mock",
+                                    'validation.checks=["+judge"]'])
     mock = transport_for(config.llm)  # the process's transport, shared by the stages
     before = mock.calls
     first = Runner(config, out).run()

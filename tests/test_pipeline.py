@@ -19,7 +19,6 @@ from taskloom.errors import ConfigError, InfrastructureError
 from taskloom.pipeline.runner import Runner
 from taskloom.pipeline.store import RunStore
 
-pytestmark = pytest.mark.docker
 TASKLOOM = [sys.executable, "-m", "taskloom.cli"]
 
 
@@ -39,6 +38,8 @@ def exported(out: Path) -> int:
     return sum(1 for p in tasks.iterdir() if (p / "task.toml").exists()) if tasks.exists() else 0
 
 
+@pytest.mark.docker
+@pytest.mark.slow
 def test_sigkill_then_resume_equals_uninterrupted_run(tmp_path):
     reference = tmp_path / "reference"
     done = run_generate(reference)
@@ -69,6 +70,7 @@ def test_sigkill_then_resume_equals_uninterrupted_run(tmp_path):
     assert events[0] == "started" and "resumed" in events and events[-1] == "finished"
 
 
+@pytest.mark.docker
 def test_resume_reuses_finished_work_and_reruns_changed_stages(tmp_path):
     out = tmp_path / "run"
     config = load_run_config(None, ["count=3", "seed=5", "workers=2"])
@@ -98,6 +100,7 @@ def test_resume_reuses_finished_work_and_reruns_changed_stages(tmp_path):
     assert validated_before & new_validations  # the changed stage ran again
 
 
+@pytest.mark.docker
 def test_store_answers_plain_sql(tmp_path):
     out = tmp_path / "run"
     Runner(load_run_config(None, ["count=2", "seed=9"]), out).run()
@@ -113,6 +116,7 @@ def test_store_answers_plain_sql(tmp_path):
     assert config["seed"] == 9
 
 
+@pytest.mark.docker
 def test_runs_list_and_show(tmp_path):
     out = tmp_path / "runs" / "small"
     Runner(load_run_config(None, ["count=1", "seed=2"]), out).run()
@@ -124,6 +128,7 @@ def test_runs_list_and_show(tmp_path):
     assert "funnel" in shown.stdout and "verified" in shown.stdout
 
 
+@pytest.mark.docker
 def test_existing_run_needs_resume(tmp_path):
     out = tmp_path / "run"
     Runner(load_run_config(None, ["count=1", "seed=4"]), out).run()
@@ -132,6 +137,7 @@ def test_existing_run_needs_resume(tmp_path):
     assert "--resume" in done.stderr
 
 
+@pytest.mark.docker
 def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
     out = tmp_path / "run"
     process = subprocess.Popen([*TASKLOOM, "generate", "--count", "30", "--seed", "1",
@@ -168,6 +174,7 @@ def test_config_errors_name_the_key(tmp_path):
     assert str(bad) in str(caught.value) and "count" in str(caught.value)
 
 
+@pytest.mark.docker
 def test_unreachable_engine_stops_the_run_instead_of_erroring_every_item(tmp_path,
                                                                         monkeypatch):
     """Plans keep succeeding while the sandbox is down: that must not hide the outage."""
@@ -181,6 +188,8 @@ def test_unreachable_engine_stops_the_run_instead_of_erroring_every_item(tmp_pat
     assert 5 <= errors < 20
 
 
+@pytest.mark.docker
+@pytest.mark.slow
 def test_readme_command_starts_with_resume_and_repeats_without_new_work(tmp_path):
     """`generate --dedup --out DIR --resume`: starts a run when none exists, and the same
     command again reuses every stored result (the README's main command is repeatable)."""
@@ -210,7 +219,7 @@ def test_large_payloads_live_compressed_beside_the_store_and_read_back(tmp_path)
     stay plain JSON in SQL. Bytes lost with the machine read as absent: the stage reruns."""
     import duckdb
 
-    from taskloom.pipeline.store import PAYLOAD_INLINE_BYTES, RunStore
+    from taskloom.pipeline.payloads import PAYLOAD_INLINE_BYTES
 
     big = json.dumps({"files": ["line of a data file\n" * 50_000]})
     small = json.dumps({"path": ["csv.sort_rows"]})

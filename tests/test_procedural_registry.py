@@ -42,6 +42,7 @@ def test_every_primitive_is_a_graph_skill_with_the_graph_types():
 
 
 @pytest.mark.docker
+@pytest.mark.slow
 @pytest.mark.timeout(3600)
 def test_every_primitive_validates_in_the_sandbox(docker_runtime):
     config = ValidationConfig()
@@ -75,28 +76,53 @@ def test_same_seed_same_bytes_other_seed_other_task(tmp_path, skill):
     assert folder_bytes(third) != folder_bytes(first)
 
 
+# Primitives none of whose graph successors can take their output: it is already what the
+# successor would make of it (unique, sorted, free of blank lines), or lacks what it needs.
+# Found by the chain test below; a change that lets one of them chain shows up there.
+UNCHAINABLE = {
+    "integrity.verify_manifest": "its report lines are unique and sorted",
+    "json.extract_field": "the extracted values hold no blank lines",
+    "logs.count_by_level": "its count lines are unique and sorted",
+    "logs.error_summary_per_service": "its summary lines are unique and sorted",
+    "logs.rotate_keep": "the kept logs are all recent, error-free or empty of records",
+    "logs.status_summary": "its summary lines are unique, sorted and alike",
+    "perms.find_world_writable": "its paths are unique",
+}
+
+
 @pytest.mark.docker
+@pytest.mark.slow
 @pytest.mark.timeout(3600)
 def test_chained_paths_validate(docker_runtime):
-    """A two-step chain from every primitive that has a realizable successor."""
+    """A two-step chain from every primitive that has a successor in the graph."""
     generator = ProceduralGenerator(GRAPH)
     config = ValidationConfig()
     successors: dict[str, list[str]] = {}
     for first, second in sorted(GRAPH.transitions()):
         if first in PRIMITIVES and second in PRIMITIVES:
             successors.setdefault(first, []).append(second)
-    jobs = []
+    drafts, unchained = [], {}
     for index, (first, options) in enumerate(sorted(successors.items())):
         difficulty = difficulty_for(index % 3).model_copy(update={"steps": 1})
-        for second in options:
-            try:
-                draft = generator.generate(blueprint_for(GRAPH, (first, second), seed=index,
-                                                         difficulty=difficulty))
-            except NoDraft:
-                continue
-            jobs.append(lambda d=draft: validate_task(d.task, docker_runtime, config,
-                                                      expected_values=d.expected_values))
-            break
-    assert len(jobs) >= 0.6 * len(successors), "too few primitives chain into a successor"
+        draft, why = None, []
+        for seed in range(index, index + 3):
+            for second in options:
+                try:
+                    draft = generator.generate(blueprint_for(GRAPH, (first, second), seed=seed,
+                                                             difficulty=difficulty))
+                    break
+                except NoDraft as exc:
+                    why.append(str(exc))
+            if draft is not None:
+                break
+        if draft is None:
+            unchained[first] = why[-1]
+        else:
+            drafts.append(draft)
+    assert set(unchained) == set(UNCHAINABLE), unchained
+    jobs = [lambda d=draft: validate_task(d.task, docker_runtime, config,
+                                          expected_values=d.expected_values)
+            for draft in drafts]
     rejected = [r for r in validate_all(jobs, docker_runtime, workers=2) if not r.accepted]
+    assert len(drafts) == len(successors) - len(UNCHAINABLE)
     assert not rejected, "\n".join(describe(r) for r in rejected)

@@ -1,12 +1,4 @@
-"""Read Harbor task folders (schema 1.4): any task, ours or foreign.
-
-```
-<task>/task.toml            configuration and metadata
-<task>/instruction.md       what the agent is told
-<task>/environment/         Dockerfile and the files it COPYs (or [environment].docker_image)
-<task>/solution/solve.sh    reference solution (optional for Harbor, required for validation)
-<task>/tests/test.sh        writes /logs/verifier/reward.txt
-```
+"""Read Harbor task folders (schema 1.4, see `taskloom.harbor`): any task, ours or foreign.
 
 `read_task_folder` raises `TaskFolderError` naming the file, the field and the fix.
 """

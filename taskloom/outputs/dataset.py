@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
-from taskloom.errors import InfrastructureError, InputError, TaskFolderError
+from taskloom.errors import InfrastructureError, InputError, MissingExtra, TaskFolderError
 from taskloom.harbor import harbor_digest, unpack, write_files
 from taskloom.models import Frozen
 from taskloom.outputs.rows import HF_HINT, TaskRow, arrow_schema, require_pyarrow
@@ -40,7 +40,7 @@ def _datasets():
     try:
         import datasets
     except ImportError as exc:
-        raise InputError("the `datasets` package is not installed", fix=HF_HINT) from exc
+        raise MissingExtra("the `datasets` package is not installed", fix=HF_HINT) from exc
     return datasets
 
 
@@ -257,7 +257,7 @@ def _hub():
     try:
         import huggingface_hub
     except ImportError as exc:
-        raise InputError("huggingface_hub is not installed", fix=HF_HINT) from exc
+        raise MissingExtra("huggingface_hub is not installed", fix=HF_HINT) from exc
     return huggingface_hub
 
 

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from taskloom.errors import InputError
+from taskloom.errors import MissingExtra
 from taskloom.generators.protocols import Difficulty
 from taskloom.harbor import harbor_digest, pack, read_files
 from taskloom.metrics.shell import action_complexity
@@ -151,13 +151,13 @@ def require_pyarrow():
     """The pyarrow module (with pyarrow.parquet loaded).
 
     Raises:
-        InputError: pyarrow is not installed; the message says how to install it.
+        MissingExtra: pyarrow is not installed; the message says how to install it.
     """
     try:
         import pyarrow
         import pyarrow.parquet
     except ImportError as exc:
-        raise InputError("pyarrow is not installed", fix=HF_HINT) from exc
+        raise MissingExtra("pyarrow is not installed", fix=HF_HINT) from exc
     return pyarrow
 
 

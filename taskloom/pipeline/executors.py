@@ -13,7 +13,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Protocol
 
-from taskloom.errors import InfrastructureError
+from taskloom.errors import MissingExtra
 
 
 class Executor(Protocol):
@@ -55,7 +55,7 @@ class RayExecutor:
         try:
             import ray
         except ImportError as exc:
-            raise InfrastructureError("Ray is not installed",
+            raise MissingExtra("Ray is not installed",
                                       fix="pip install 'taskloom[ray]'") from exc
         self.ray = ray
         self.started = not ray.is_initialized()

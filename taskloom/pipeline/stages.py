@@ -186,10 +186,10 @@ def validate(config: RunConfig, draft: Draft, replay: dict | None = None) -> Sta
     """The full validation protocol on a draft, in this process's sandbox runtime."""
     from taskloom.validators.engine import validate_task
 
-    runtime = process_runtime(config.runtime)
+    # The runtime is opened inside: an engine that is down is this stage's error outcome.
     return _outcome(Stage.VALIDATE, config, replay, lambda chat: validate_task(
-        draft.task, runtime, config.validation, expected_values=draft.expected_values,
-        chat=chat))
+        draft.task, process_runtime(config.runtime), config.validation,
+        expected_values=draft.expected_values, chat=chat))
 
 
 def refine(config: RunConfig, draft: Draft, report: TaskReport,
@@ -212,7 +212,8 @@ def _outcome(stage: Stage, config: RunConfig, replay: dict | None,
     except NoDraft as exc:
         status, reason, fix, value = Outcome.REJECTED, str(exc), None, None
     except (InfrastructureError, OSError) as exc:  # OSError: a disk or pipe of the host
-        status, reason, fix, value = Outcome.ERROR, str(exc), getattr(exc, "fix", None), None
+        status, value = Outcome.ERROR, None
+        reason, fix = getattr(exc, "reason", str(exc)), getattr(exc, "fix", None)
     else:
         status, reason, fix = Outcome.OK, "", None
     exchanges = tuple(session.exchanges) if session is not None else ()

@@ -13,7 +13,7 @@ import re
 from taskloom.config import ValidationConfig
 from taskloom.models import ReasonCode, Task, Verdict
 from taskloom.sandbox.trial import Phase
-from taskloom.validators.phases import named, phase_log, problem, seconds
+from taskloom.validators.phases import named, phase_log, problem_verdict, seconds
 from taskloom.validators.protocol import Evidence, TrialPart
 
 STEP_MARKER = re.compile(r"^\s*#\s*taskloom:step\b", re.MULTILINE)
@@ -63,12 +63,12 @@ class MutationCheck:
         mutants = named(evidence.trial, "mutant")
         if not mutants:
             return None
+        # A mutant that times out earns nothing, as a mutant should; only an unreadable
+        # reward (a broken verifier) fails the check outright.
+        failed = problem_verdict(self.name, mutants, only=ReasonCode.VERIFIER)
+        if failed is not None:
+            return failed
         spent = seconds(*mutants)
-        for mutant in mutants:
-            found = problem(mutant)
-            if found and found[0] is ReasonCode.VERIFIER:
-                return Verdict(check=self.name, passed=False, reason=found[0],
-                               details=found[1], log=phase_log(mutant), seconds=spent)
         weak = [m for m in mutants if m.reward is not None and m.reward > 0]
         if weak:
             names = ", ".join(m.name.replace("mutant-", "step ") for m in weak)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from taskloom.config import ValidationConfig
 from taskloom.models import ReasonCode, Task, Verdict
 from taskloom.sandbox.trial import Phase
-from taskloom.validators.phases import named, phase_log, problem, seconds
+from taskloom.validators.phases import named, phase_log, problem_verdict, seconds
 from taskloom.validators.protocol import Evidence, TrialPart
 
 
@@ -32,10 +32,9 @@ class NopCheck:
         if not phases:
             return None
         phase = phases[0]
-        found = problem(phase)
-        if found:
-            return Verdict(check=self.name, passed=False, reason=found[0], details=found[1],
-                           log=phase_log(phase), seconds=seconds(phase))
+        failed = problem_verdict(self.name, [phase])
+        if failed is not None:
+            return failed
         if phase.reward != 0:
             return Verdict(check=self.name, passed=False, reason=ReasonCode.TRIVIAL,
                            details=f"tests give reward {phase.reward:g} on the untouched "

@@ -9,7 +9,7 @@ from __future__ import annotations
 from taskloom.config import ValidationConfig
 from taskloom.models import ReasonCode, Task, Verdict
 from taskloom.sandbox.trial import Phase
-from taskloom.validators.phases import named, phase_log, problem, seconds
+from taskloom.validators.phases import named, phase_log, problem_verdict, seconds
 from taskloom.validators.protocol import Evidence, TrialPart
 
 SOLUTION = "oracle"
@@ -36,12 +36,10 @@ class OracleCheck:
         runs = named(evidence.trial, "oracle")
         if not runs:
             return None
+        failed = problem_verdict(self.name, runs)
+        if failed is not None:
+            return failed
         spent = seconds(*runs)
-        for run in runs:
-            found = problem(run)
-            if found:
-                return Verdict(check=self.name, passed=False, reason=found[0],
-                               details=found[1], log=phase_log(run), seconds=spent)
         rewards = [run.reward for run in runs]
         passed = [r is not None and r >= 1.0 for r in rewards]
         shown = ", ".join(f"{r:g}" for r in rewards if r is not None)

@@ -7,7 +7,7 @@ reported as such (`timeout`, `verifier`) before its reward is looked at.
 
 from __future__ import annotations
 
-from taskloom.models import ReasonCode
+from taskloom.models import ReasonCode, Verdict
 from taskloom.sandbox.trial import PhaseResult, TrialResult
 
 LOG_EXCERPT_CHARS = 6000
@@ -36,6 +36,17 @@ def problem(phase: PhaseResult) -> tuple[ReasonCode, str] | None:
                                     f"{phase.tests.seconds:.0f} s (wall-clock limit)")
     if phase.reward is None:
         return ReasonCode.VERIFIER, f"{phase.name}: {phase.reward_error}"
+    return None
+
+
+def problem_verdict(check: str, phases: list[PhaseResult], *,
+                    only: ReasonCode | None = None) -> Verdict | None:
+    """The failed verdict of the first phase with a `problem` (of reason `only`, if given)."""
+    for phase in phases:
+        found = problem(phase)
+        if found and (only is None or found[0] is only):
+            return Verdict(check=check, passed=False, reason=found[0], details=found[1],
+                           log=phase_log(phase), seconds=seconds(*phases))
     return None
 
 

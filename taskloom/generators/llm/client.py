@@ -37,7 +37,7 @@ from typing import Any, Protocol, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from taskloom.config import MOCK_MODEL, LLMConfig
-from taskloom.errors import InvalidAnswer, ModelUnavailable, RequestRejected
+from taskloom.errors import InvalidAnswer, MissingExtra, ModelUnavailable, RequestRejected
 from taskloom.generators.llm.exchange import ChatRequest, Exchange
 from taskloom.models import Usage
 
@@ -78,7 +78,7 @@ class OpenAIChat:
         try:
             import openai
         except ImportError as exc:
-            raise ModelUnavailable("the openai package is not installed",
+            raise MissingExtra("the openai package is not installed",
                                    fix="pip install 'taskloom[llm]'") from exc
         if not config.model:
             raise ModelUnavailable("no model name", fix="pass --model or set "
