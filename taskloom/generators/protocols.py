@@ -81,6 +81,10 @@ class Planner(Protocol):
 
     With coverage steering on, the run also passes a `CoverageSnapshot` (what the tasks
     exported among items < index - lag cover); a planner may favour what it lacks or ignore it.
+
+    Example:
+        >>> backend_for(RunConfig(seed=0)).planner.plan(3).path   # doctest: +SKIP
+        ('logs.filter_by_level', 'text.count_frequency')
     """
 
     def plan(self, index: int, coverage: CoverageSnapshot | None = None) -> Blueprint:
@@ -89,7 +93,13 @@ class Planner(Protocol):
 
 
 class Generator(Protocol):
-    """Writes a whole task for a blueprint."""
+    """Writes a whole task for a blueprint; raises `NoDraft` when it cannot.
+
+    Example:
+        >>> draft = generator.generate(blueprint)          # doctest: +SKIP
+        >>> draft.task.file("solution", "solve.sh") is not None
+        True
+    """
 
     def generate(self, blueprint: Blueprint) -> Draft:
         """A draft for `blueprint`."""
@@ -97,7 +107,12 @@ class Generator(Protocol):
 
 
 class Refiner(Protocol):
-    """Repairs a draft from its failing verdicts (and their logs)."""
+    """Repairs a draft from its failing verdicts (and their logs); `NoDraft` when it cannot.
+
+    Example:
+        >>> refiner.refine(draft, report.verdicts).attempt   # doctest: +SKIP
+        1
+    """
 
     def refine(self, draft: Draft, verdicts: tuple[Verdict, ...]) -> Draft:
         """A new draft that should pass the checks `draft` failed."""
