@@ -206,7 +206,7 @@ def runs_show(run: Annotated[Path, typer.Argument(help="A run directory.")]) -> 
     _print_metrics(run, data)
     if data.funnel:
         _print_funnel(data.funnel)
-    reasons = Counter(v.reason for v in data.failed_checks).most_common()
+    reasons = Counter(v.verdict.reason for v in data.failed_checks).most_common()
     if reasons:
         stdout.print("failed checks: " + ", ".join(f"{r} {n}" for r, n in reasons))
 

@@ -171,7 +171,7 @@ def _distributions(data: RunData) -> str:
 def _rejections(data: RunData) -> str:
     by_reason: dict[str, list] = defaultdict(list)
     for check in data.failed_checks:
-        by_reason[check.reason or "unknown"].append(check)
+        by_reason[check.verdict.reason or "unknown"].append(check)
     rows = sorted(((reason, len(checks)) for reason, checks in by_reason.items()),
                   key=lambda r: (-r[1], r[0]))
     parts = ["<section><h2>Rejections</h2><p class=\"note\">Failed checks over every "
@@ -195,12 +195,13 @@ def _rejections(data: RunData) -> str:
         parts.append("<h3>Example logs</h3>")
         for index, (reason, _) in enumerate(rows):
             example = by_reason[reason][0]
+            verdict = example.verdict
             opened = " open" if index == 0 else ""  # the first one shows in print too
             parts.append(
                 f'<details class="example" data-reason="{escape(reason)}"{opened}><summary><b>'
                 f"{escape(reason)}</b>: {escape(example.task_id)} (item {example.item}, round "
-                f"{example.round}, check {escape(example.check)})</summary>"
-                f"<p>{escape(example.details)}</p><pre>{escape(example.log or '(no log)')}"
+                f"{example.round}, check {escape(verdict.check)})</summary>"
+                f"<p>{escape(verdict.details)}</p><pre>{escape(verdict.log or '(no log)')}"
                 "</pre></details>")
     return "".join(parts) + "</section>"
 

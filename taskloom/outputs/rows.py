@@ -100,8 +100,9 @@ def task_rows(data: RunData) -> Iterator[TaskRow]:
     with RunDirectory(data.root).open(read_only=True) as store:
         stored = store.verdicts()
     verdicts: dict[tuple[int, int], list[VerdictSummary]] = defaultdict(list)
-    for verdict in stored:
-        verdicts[(verdict.item, verdict.round)].append(VerdictSummary(
+    for row in stored:
+        verdict = row.verdict
+        verdicts[(row.item, row.round)].append(VerdictSummary(
             check=verdict.check, passed=verdict.passed, reason=verdict.reason,
             details=verdict.details, seconds=verdict.seconds))
     for task in data.tasks:

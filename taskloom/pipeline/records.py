@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import Field
 
-from taskloom.models import Frozen
+from taskloom.models import Frozen, Verdict
 
 
 class Stage(StrEnum):
@@ -81,17 +81,12 @@ class ItemRecord(Frozen):
 
 
 class StoredVerdict(Frozen):
-    """One check of one validation, as stored in the verdicts table."""
+    """A verdict of one validation round of an item, as the verdicts table keeps it."""
 
     item: int = Field(description="Item index.")
     round: int = Field(description="Validation round.")
     task_id: str = Field(description="Task id.")
-    check: str = Field(description="Check name.")
-    passed: bool = Field(description="Whether it passed.")
-    reason: str | None = Field(description="Reason code of a failure.")
-    details: str = Field(description="What happened, in a sentence.")
-    log: str = Field(description="Log excerpt (up to 4000 characters).")
-    seconds: float = Field(description="Seconds the check took.")
+    verdict: Verdict = Field(description="The verdict (its log cut to 4000 characters).")
 
 
 class FunnelRow(Frozen):

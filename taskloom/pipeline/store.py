@@ -348,10 +348,9 @@ class RunStore:
         rows = self.db.execute('SELECT item, round, task_id, "check", passed, reason, '
                                f"details, log, seconds FROM verdicts {where}"
                                "ORDER BY item, round, rowid").fetchall()
-        return tuple(StoredVerdict(item=i, round=r, task_id=t or "", check=c, passed=p,
-                                   reason=reason, details=d or "", log=log or "",
-                                   seconds=s or 0.0)
-                     for i, r, t, c, p, reason, d, log, s in rows)
+        return tuple(StoredVerdict(item=i, round=r, task_id=t or "", verdict=Verdict(
+            check=c, passed=p, reason=reason, details=d or "", log=log or "",
+            seconds=s or 0.0)) for i, r, t, c, p, reason, d, log, s in rows)
 
     def duplicate_items(self) -> set[int]:
         """Items the corpus filter has a duplicate verdict for."""
