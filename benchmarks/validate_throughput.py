@@ -1,4 +1,5 @@
-"""Validation throughput against the sandbox floor, measured in the same run.
+"""Validation throughput against the sandbox floor, and with against without tamper probes,
+measured in the same run on the same tasks.
 
     .venv/bin/python benchmarks/validate_throughput.py [--tasks 60] [--workers 2] [--rounds 2]
                                                        [--kind procedural|shell]
@@ -10,9 +11,12 @@ tests/taskfactory.py (sort, uppercase or count a data file) whose test.sh checks
 with `cmp`, so the numbers measure the sandboxes rather than pytest.
 
 The floor (benchmarks/floor.py) runs the same container work with no taskloom logic;
-taskloom runs the full protocol (structure, emulated build, nop, oracle x R from fresh
-state, leakage scan). Rounds alternate the two to spread machine noise; the
-ratio is taskloom tasks/min over floor tasks/min.
+taskloom runs the protocol the floor imitates (structure, emulated build, nop, oracle x R
+from fresh state, mutations, leakage scan: `--checks=-tamper`), and then the default
+protocol, which adds the combined tamper probe (one more phase in the same container, after
+the in-place reset). Rounds alternate the three to spread machine noise. `--kind shell`
+tasks check with a naive test.sh that the probes forge (by design: they measure the
+sandbox), so for them only the protocol without probes is measured.
 """
 
 from __future__ import annotations
@@ -87,10 +91,11 @@ def make_shell_tasks(root: Path, count: int) -> list[Path]:
 TASK_KINDS = {"procedural": make_tasks, "shell": make_shell_tasks}
 
 
-def run_taskloom(client, folders: list[Path], workers: int, repeats: int) -> float:
+def run_taskloom(client, folders: list[Path], workers: int, repeats: int,
+                 probes: bool) -> float:
     import time
 
-    config = ValidationConfig(repeats=repeats)
+    config = ValidationConfig(repeats=repeats, checks=() if probes else ("-tamper",))
     with DockerRuntime(client) as runtime:
         started = time.perf_counter()
         jobs = (lambda f=f: validate_folder(f, runtime, config) for f in folders)
@@ -114,19 +119,29 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folders = TASK_KINDS[args.kind](Path(tmp), args.tasks)
         floor_rate(client, folders[:4], workers=args.workers, repeats=args.repeats)  # warm up
-        floors, ours = [], []
+        with_probes = args.kind == "procedural"
+        floors, ours, probed = [], [], []
         for round_index in range(args.rounds):
             floors.append(floor_rate(client, folders, workers=args.workers,
                                      repeats=args.repeats))
-            ours.append(run_taskloom(client, folders, args.workers, args.repeats))
-            print(f"round {round_index + 1}: floor {floors[-1]:6.1f} tasks/min   "
-                  f"taskloom {ours[-1]:6.1f} tasks/min")
+            ours.append(run_taskloom(client, folders, args.workers, args.repeats, False))
+            line = (f"round {round_index + 1}: floor {floors[-1]:6.1f} tasks/min   "
+                    f"taskloom without probes {ours[-1]:6.1f}")
+            if with_probes:
+                probed.append(run_taskloom(client, folders, args.workers, args.repeats, True))
+                line += f"   with probes {probed[-1]:6.1f}"
+            print(line)
     floor, taskloom = sum(floors) / len(floors), sum(ours) / len(ours)
     print(f"\n{args.tasks} small tasks ({args.kind}), {args.workers} workers, "
           f"R={args.repeats}")
-    print(f"sandbox floor  : {floor:6.1f} tasks/min")
-    print(f"taskloom       : {taskloom:6.1f} tasks/min")
-    print(f"ratio          : {taskloom / floor:6.2f} of the floor")
+    print(f"sandbox floor           : {floor:6.1f} tasks/min")
+    print(f"taskloom without probes : {taskloom:6.1f} tasks/min "
+          f"({taskloom / floor:4.2f} of the floor)")
+    if with_probes:
+        rate = sum(probed) / len(probed)
+        print(f"taskloom with probes    : {rate:6.1f} tasks/min "
+              f"({rate / floor:4.2f} of the floor; probes add {taskloom / rate - 1:4.0%} "
+              f"to the time per task)")
 
 
 if __name__ == "__main__":

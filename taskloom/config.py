@@ -43,6 +43,9 @@ class ValidationConfig(Frozen):
         default=(), description="Checks to run: empty for the defaults (all but judge); "
         "`+name` / `-name` edit the defaults (`+judge`, `-mutations`); plain names are the "
         "exact set (each brings the checks it needs). `taskloom validate --help` lists them.")
+    probes: Literal["combined", "each"] = Field(
+        default="combined", description="Tamper probes: one phase trying every tactic at "
+        "once (then each alone to name them, only if it forged a reward), or each alone.")
     timeout_cap_sec: float = Field(default=300.0, gt=0,
                                    description="Upper bound on a task's own timeouts.")
     default_solution_timeout_sec: float = Field(
@@ -186,6 +189,12 @@ class RunConfig(Frozen):
     ray_address: str | None = Field(default=None,
                                     description="Ray address ('local' starts one here).")
     runtime: Literal["docker", "bwrap"] = Field(default="docker", description="Sandbox runtime.")
+    verifier: Literal["shared", "separate"] = Field(
+        default="shared", description="Where the generated tasks' tests run under Harbor: "
+        "shared (in the agent's environment, with the hardened test.sh; every runner "
+        "accepts it) or separate (a fresh copy of the environment that receives only the "
+        "paths the checks read; tasks whose checks need file owners or setuid bits stay "
+        "shared). See the README's verifier section.")
     refine_rounds: int = Field(default=2, ge=0, le=10,
                                description="Repairs of a rejected draft before giving up.")
     scenario: str | None = Field(default=None, description="Generate only in this scenario.")

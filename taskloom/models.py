@@ -50,14 +50,6 @@ class TaskInfo(_HarborSection):
     keywords: tuple[str, ...] = Field(default=(), description="Search keywords.")
 
 
-class VerifierSettings(_HarborSection):
-    """The `[verifier]` table: how `tests/test.sh` runs."""
-
-    timeout_sec: float = Field(default=600.0, gt=0, description="Wall-clock limit of test.sh.")
-    env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables.")
-    user: str | int | None = Field(default=None, description="User that runs test.sh.")
-
-
 class AgentSettings(_HarborSection):
     """The `[agent]` table: limits for whoever attempts the task (the oracle included)."""
 
@@ -98,6 +90,40 @@ class EnvironmentSettings(_HarborSection):
         return data
 
 
+class VerifierSettings(_HarborSection):
+    """The `[verifier]` table: how `tests/test.sh` runs, and where."""
+
+    timeout_sec: float = Field(default=600.0, gt=0, description="Wall-clock limit of test.sh.")
+    env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables.")
+    user: str | int | None = Field(default=None, description="User that runs test.sh.")
+    environment_mode: Literal["shared", "separate"] | None = Field(
+        default=None, description="shared: in the agent's environment; separate: in a fresh "
+        "one that receives only the task's artifacts (default: separate when "
+        "[verifier.environment] is set, else shared).")
+    environment: EnvironmentSettings | None = Field(
+        default=None, description="The separate verifier's own environment (unset: a fresh "
+        "copy of [environment]).")
+
+    @property
+    def separate(self) -> bool:
+        """True when the tests run in an environment of their own, as Harbor resolves it."""
+        if self.environment_mode is not None:
+            return self.environment_mode == "separate"
+        return self.environment is not None
+
+
+class ArtifactSettings(_HarborSection):
+    """One `artifacts` entry: a path collected from the agent's environment after it ends."""
+
+    source: str = Field(description="Absolute path in the agent's environment.")
+    destination: str | None = Field(default=None, description="Where it lands among the "
+                                    "trial's artifacts on the host (a separate verifier "
+                                    "gets it at `source` whatever this says).")
+    exclude: tuple[str, ...] = Field(default=(), description="Patterns left out of a "
+                                     "directory.")
+    service: str | None = Field(default=None, description="Compose service it comes from.")
+
+
 def _size_to_mb(value: Any, field: str) -> int:
     """Convert '2G' / '512M' / 2048 into MiB."""
     if isinstance(value, int):
@@ -131,6 +157,14 @@ class TaskConfig(_HarborSection):
                                              description="The `[environment]` table.")
     solution: SolutionSettings = Field(default_factory=SolutionSettings,
                                        description="The `[solution]` table.")
+    artifacts: tuple[str | ArtifactSettings, ...] = Field(
+        default=(), description="Paths collected from the agent's environment after it "
+                                "ends; a separate verifier gets them at the same paths.")
+
+    @property
+    def artifact_paths(self) -> tuple[str, ...]:
+        """The source path of every artifact entry, in order."""
+        return tuple(a if isinstance(a, str) else a.source for a in self.artifacts)
 
     @model_validator(mode="before")
     @classmethod
@@ -222,6 +256,7 @@ class ReasonCode(StrEnum):
     LEAK = "leak"
     VERIFIER = "verifier"
     UNDERSPECIFIED = "underspecified"
+    HACKABLE = "hackable"
     DUPLICATE = "duplicate"
 
 

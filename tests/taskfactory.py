@@ -1,12 +1,18 @@
-"""Small Harbor task folders made by tests, each proving one behaviour."""
+"""Small Harbor task folders made by tests, each proving one behaviour.
+
+By default a task ships the verifier taskloom's own tasks ship (`taskloom.generators.
+verifier`), so it withstands the tamper probes; `test_sh=NAIVE_TEST_SH` gives it the naive
+verifier most hand-written tasks have, which the probes forge.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from taskloom.generators.verifier import INI_FILE, PYTEST_INI, TEST_SH
 from taskloom.sandbox.base_image import BASE_IMAGE
 
-PYTEST_TEST_SH = """#!/bin/bash
+NAIVE_TEST_SH = """#!/bin/bash
 mkdir -p /logs/verifier
 cd /tests
 if python3 -m pytest -q -p no:cacheprovider test_outputs.py; then
@@ -40,7 +46,7 @@ def task_toml(name: str, *, agent_timeout: float = 30.0, verifier_timeout: float
 
 def make_task(root: Path, name: str, *, dockerfile: str = DOCKERFILE,
               environment: dict[str, str] | None = None, solve: str | None = UPPERCASE_SOLVE,
-              test_py: str | None = UPPERCASE_TEST, test_sh: str = PYTEST_TEST_SH,
+              test_py: str | None = UPPERCASE_TEST, test_sh: str = TEST_SH,
               instruction: str | None = "Uppercase /app/data.txt into /app/out.txt.\n",
               toml: str | None = None, **toml_options) -> Path:
     """Write a task folder; every part can be replaced or left out (None)."""
@@ -64,6 +70,8 @@ def make_task(root: Path, name: str, *, dockerfile: str = DOCKERFILE,
         (folder / "solution" / "solve.sh").chmod(0o755)
     (folder / "tests" / "test.sh").write_text(test_sh)
     (folder / "tests" / "test.sh").chmod(0o755)
+    if test_sh == TEST_SH:
+        (folder / "tests" / INI_FILE).write_text(PYTEST_INI)
     if test_py is not None:
         (folder / "tests" / "test_outputs.py").write_text(test_py)
     return folder

@@ -49,7 +49,7 @@ def test_validate_reports_and_exit_codes(tmp_path):
     by_task = {t["task"]: t for t in document["tasks"]}
     assert by_task["good"]["accepted"] is True
     checks = [v["check"] for v in by_task["wrong"]["verdicts"]]
-    assert checks == ["structure", "build", "nop", "oracle", "leakage"]
+    assert checks == ["structure", "build", "nop", "oracle", "tamper", "leakage"]
     oracle = by_task["wrong"]["verdicts"][3]
     assert oracle["reason"] == "oracle-fails" and oracle["log"]
 

@@ -66,7 +66,8 @@ def test_unemulable_dockerfiles_say_why(text, why):
 
 def test_parse_reward():
     assert parse_reward({"reward.txt": b" 1\n"}) == (1.0, None)
-    assert parse_reward({"reward.txt": b"0.5", "reward.json": b"1"}) == (0.5, None)
+    # reward.json first, as Harbor 0.26 reads them
+    assert parse_reward({"reward.txt": b"0.5", "reward.json": b"1"}) == (1.0, None)
     assert parse_reward({"reward.json": b'{"reward": 1}'}) == (1.0, None)
     assert parse_reward({"reward.json": b'{"accuracy": 0.25}'}) == (0.25, None)
     assert parse_reward({"reward.txt": b"yes"})[1] == "reward.txt holds 'yes', not a number"

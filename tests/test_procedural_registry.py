@@ -55,6 +55,30 @@ def test_every_primitive_validates_in_the_sandbox(docker_runtime):
     assert not rejected, "\n".join(describe(r) for r in rejected)
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(3600)
+@pytest.mark.parametrize("verifier", ["shared", "separate"])
+def test_every_primitive_withstands_every_probe(runtime_name, request, verifier):
+    """Each of the 15 tamper probes alone, from the start, on every primitive's task."""
+    if runtime_name == "bwrap" and verifier == "separate":
+        pytest.skip("the separate verifier is swept on docker; tests/test_tamper.py runs it "
+                    "on bwrap")
+    runtime = request.getfixturevalue(f"{runtime_name}_runtime")
+    generator = ProceduralGenerator(GRAPH, verifier=verifier)
+    config = ValidationConfig(checks=("tamper",), probes="each")
+    drafts = [generator.generate(blueprint_for(GRAPH, (skill,), seed=0,
+                                               difficulty=difficulty_for(0)))
+              for skill in sorted(PRIMITIVES)]
+    jobs = [lambda d=draft: validate_task(d.task, runtime, config,
+                                          expected_values=d.expected_values)
+            for draft in drafts]
+    reports = list(validate_all(jobs, runtime, workers=2))
+    assert len(reports) == len(PRIMITIVES)
+    assert all(any(v.check == "tamper" for v in r.verdicts) for r in reports)
+    forged = [r for r in reports if not r.accepted]
+    assert not forged, "\n".join(describe(r) for r in forged)
+
+
 def describe(report) -> str:
     return f"{report.task}: {[(v.check, v.details) for v in report.verdicts if not v.passed]}"
 

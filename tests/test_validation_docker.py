@@ -23,7 +23,7 @@ def test_good_task_is_accepted(tmp_path, validate, mode):
     report = validate(make_task(tmp_path, "good"), mode=mode)
     assert report.accepted, report
     assert [v.check for v in report.verdicts] == [
-        "structure", "build", "nop", "oracle", "leakage"]
+        "structure", "build", "nop", "oracle", "tamper", "leakage"]
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -134,7 +134,9 @@ def test_memory_hog_is_killed(tmp_path, validate):
 def test_missing_reward_file(tmp_path, validate):
     test_sh = "#!/bin/bash\ncd /tests && python3 -m pytest -q test_outputs.py\n"
     report = validate(make_task(tmp_path, "no-reward", test_sh=test_sh))
-    assert failed(report) == {"nop": ReasonCode.VERIFIER, "oracle": ReasonCode.VERIFIER}
+    # A verifier that writes no reward lets a process the agent left behind write one.
+    assert failed(report) == {"nop": ReasonCode.VERIFIER, "oracle": ReasonCode.VERIFIER,
+                              "tamper": ReasonCode.HACKABLE}
     nop = next(v for v in report.verdicts if v.check == "nop")
     assert "reward.txt" in nop.details
 
@@ -180,10 +182,15 @@ def test_leak_in_image(tmp_path, validate, mode, folder):
     assert f"{folder}/answer.sh" in leakage.log
 
 
-def test_solution_killing_every_process_falls_back(tmp_path, validate):
+@pytest.mark.parametrize("mode", MODES)
+def test_solution_killing_every_process_is_judged_as_harbor_does(tmp_path, validate, mode):
+    """`kill -9 -1` kills the container's main command: under Harbor the container stops
+    and the trial fails, so the oracle fails here too; the sandbox itself survives."""
     solve = "#!/bin/bash\n" + UPPERCASE_SOLVE + "kill -9 -1\n"
-    report = validate(make_task(tmp_path, "killer", solve=solve))
-    assert report.accepted, failed(report)
+    report = validate(make_task(tmp_path, "killer", solve=solve), mode=mode)
+    assert failed(report)["oracle"] == ReasonCode.VERIFIER
+    oracle = next(v for v in report.verdicts if v.check == "oracle")
+    assert "main process was killed" in oracle.details
 
 
 def test_tasks_run_without_network(tmp_path, validate):
@@ -226,7 +233,7 @@ def test_state_changes_are_undone_between_runs(tmp_path, runtime_name, request, 
     line, sandboxes = STATE_CHANGES[change]
     solve = "#!/bin/bash\nset -e\n" + line + UPPERCASE_SOLVE.removeprefix("#!/bin/bash\n")
     task = read_task_folder(make_task(tmp_path, change, solve=solve))
-    config = ValidationConfig(repeats=2)
+    config = ValidationConfig(repeats=2, checks=("-tamper",))  # the phases of this test only
     report = validate_task(task, runtime, config)
     assert report.accepted, failed(report)
     plan, _ = plan_trial(task, config)
@@ -272,5 +279,5 @@ def test_a_check_added_from_outside_runs_in_the_same_sandbox(tmp_path, validate)
         registry.unregister("do-nothing")
     assert good.accepted, failed(good)
     assert [v.check for v in good.verdicts] == ["structure", "build", "nop", "oracle",
-                                                "do-nothing", "leakage"]
+                                                "tamper", "do-nothing", "leakage"]
     assert failed(trivial) == {"do-nothing": "hackable"}

@@ -8,24 +8,22 @@ from pathlib import Path
 
 import pytest
 from taskfactory import make_task
+from trials import Replay, phase
 
 from taskloom.config import RunConfig, ValidationConfig
 from taskloom.errors import ConfigError
 from taskloom.harbor import read_task_folder
 from taskloom.models import ReasonCode, Verdict
 from taskloom.sandbox.trial import (
-    CommandResult,
     Leak,
-    PhaseResult,
     SetupResult,
-    TrialPlan,
     TrialResult,
 )
 from taskloom.validators import registry
 from taskloom.validators.engine import plan_trial, validate_task
 from taskloom.validators.protocol import Evidence, TrialPart
 
-DEFAULT = ("structure", "build", "nop", "oracle", "mutations", "leakage")
+DEFAULT = ("structure", "build", "nop", "oracle", "mutations", "tamper", "leakage")
 
 
 def names(selection) -> tuple[str, ...]:
@@ -70,13 +68,6 @@ def test_older_spellings_become_selections():
 
 # -- each check over recorded trial results ------------------------------------------------
 
-def phase(reward, *, name="oracle-1", timed_out=False, error=None):
-    command = CommandResult(exit_code=0, timed_out=False, seconds=0.1, log="")
-    return PhaseResult(name=name, solution=command,
-                       tests=command.model_copy(update={"timed_out": timed_out}),
-                       reward=reward, reward_error=error)
-
-
 @pytest.mark.parametrize(("phases", "expected"), [
     ([phase(0, name="nop"), phase(1), phase(1)], {}),
     ([phase(1, name="nop"), phase(1)], {"nop": ReasonCode.TRIVIAL}),
@@ -98,26 +89,9 @@ def test_phase_checks_read_their_own_phases(tmp_path, phases, expected):
 
 # -- the engine, with a runtime that replays a recorded trial ------------------------------
 
-class Replay:
-    """A runtime that records the plan it is given and answers with a fixed result."""
-
-    name = "replay"
-
-    def __init__(self, result: TrialResult) -> None:
-        self.result = result
-        self.plans: list[TrialPlan] = []
-
-    def run(self, plan: TrialPlan) -> TrialResult:
-        self.plans.append(plan)
-        return self.result
-
-    def close(self) -> None:
-        pass
-
-
 GOOD = TrialResult(setup=SetupResult(ok=True),
                    phases=(phase(0, name="nop"), phase(1, name="oracle-1"),
-                           phase(1, name="oracle-2")))
+                           phase(1, name="oracle-2"), phase(0, name="tamper-all-at-once")))
 
 
 def test_one_trial_carries_every_selected_checks_phases(tmp_path):
@@ -126,10 +100,11 @@ def test_one_trial_carries_every_selected_checks_phases(tmp_path):
     report = validate_task(task, runtime, ValidationConfig(repeats=2))
     assert report.accepted
     assert [v.check for v in report.verdicts] == ["structure", "build", "nop", "oracle",
-                                                  "leakage"]
+                                                  "tamper", "leakage"]
     (plan,) = runtime.plans
-    assert [p.name for p in plan.phases] == ["nop", "oracle-1", "oracle-2"]
-    assert set(plan.solutions) == {"oracle"} and plan.leak_fingerprints
+    assert [p.name for p in plan.phases] == ["nop", "oracle-1", "oracle-2",
+                                             "tamper-all-at-once"]
+    assert set(plan.solutions) == {"oracle", "tamper-all-at-once"} and plan.leak_fingerprints
     assert plan == plan_trial(task, ValidationConfig(repeats=2))[0]
 
 
@@ -230,5 +205,6 @@ def test_a_sandbox_checks_phases_join_the_trial(tmp_path, registered):
     task = read_task_folder(make_task(tmp_path, "good"))
     runtime = Replay(GOOD.model_copy(update={"phases": (*GOOD.phases, phase(1, name="twice"))}))
     report = validate_task(task, runtime, ValidationConfig(checks=("+twice",)))
-    assert [p.name for p in runtime.plans[0].phases] == ["nop", "oracle-1", "oracle-2", "twice"]
+    assert [p.name for p in runtime.plans[0].phases] == ["nop", "oracle-1", "oracle-2",
+                                                         "tamper-all-at-once", "twice"]
     assert [v.check for v in report.verdicts][-2:] == ["twice", "leakage"] and report.accepted

@@ -50,7 +50,7 @@ def _procedural(config_json: str):
         seed=config.seed, difficulty=fixed, scenario=config.scenario, skills=config.skills,
         steering_strength=config.diversity.steering_strength,
         steering_candidates=config.diversity.steering_candidates))
-    generator = ProceduralGenerator(graph)
+    generator = ProceduralGenerator(graph, verifier=config.verifier)
     return Backend(planner, generator, ProceduralRefiner(generator))
 
 

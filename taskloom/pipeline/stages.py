@@ -137,10 +137,11 @@ def generator_version(config: RunConfig) -> str:
     """Version string of the configured backend (LLM ones: with prompts and model)."""
     from taskloom.generators.procedural.assemble import GENERATOR_VERSION
 
+    base = GENERATOR_VERSION + ("+separate" if config.verifier == "separate" else "")
     if config.backend == "procedural":
-        return GENERATOR_VERSION
+        return base
     if config.backend == "hybrid":
-        return f"hybrid/1+{GENERATOR_VERSION}+{llm_fingerprint(config, 'rewriter')[:16]}"
+        return f"hybrid/1+{base}+{llm_fingerprint(config, 'rewriter')[:16]}"
     return f"llm/1+{llm_fingerprint(config, 'generator', 'refiner')[:16]}"
 
 

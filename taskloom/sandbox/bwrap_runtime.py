@@ -51,7 +51,7 @@ from taskloom.sandbox.bwrap_host import (
     unavailable_reasons,
 )
 from taskloom.sandbox.driver_plan import DriverReport, driver_plan, read_report
-from taskloom.sandbox.fast_mode import run_in_place
+from taskloom.sandbox.fast_mode import carried_phase, merge_results, run_in_place
 from taskloom.sandbox.policy import (
     DRIVER_SOURCE,
     KEPT_CAPABILITIES,
@@ -65,6 +65,7 @@ from taskloom.sandbox.trial import (
     CommandResult,
     EnvironmentSpec,
     Phase,
+    PhaseResult,
     SetupResult,
     TrialPlan,
     TrialResult,
@@ -200,13 +201,19 @@ class BwrapRuntime:
             return TrialResult(setup=output.setup, leaks=output.leaks, sandboxes=1)
         shutil.rmtree(layer / "upper" / ".taskloom", ignore_errors=True)
         lowers = [layer / "upper", self.rootfs.path]
-        results = []
-        for index, phase in enumerate(plan.phases):
-            results += self._drive(plan, spec, trial / f"phase-{index}", lowers, setup=False,
-                                   phases=[phase], scan_leaks=False,
-                                   timeout=_phase_budget(plan, phase) + SLACK_SEC).phases
+        results: list[PhaseResult] = []
+        sandboxes = 1
+        for next_phase in plan.phases:
+            phase: Phase | None = next_phase
+            while phase is not None:  # a separate verifier's tests may need one more
+                sandboxes += 1
+                reported = self._drive(plan, spec, trial / f"phase-{sandboxes}", lowers,
+                                       setup=False, phases=[phase], scan_leaks=False,
+                                       timeout=_phase_budget(plan, phase) + SLACK_SEC).phases
+                results = merge_results(results, reported)
+                phase = carried_phase(results[-1]) if reported else None
         return TrialResult(setup=output.setup, phases=tuple(results), leaks=output.leaks,
-                           sandboxes=1 + len(plan.phases),
+                           sandboxes=sandboxes,
                            notes=("every phase ran in a new sandbox on the set-up layer" +
                                   (" (strict mode without Docker: the Dockerfile was emulated "
                                    "on the base image)" if strict else ""),))

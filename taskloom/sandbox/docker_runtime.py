@@ -30,6 +30,7 @@ import tempfile
 import threading
 import time
 import uuid
+from pathlib import Path, PurePosixPath
 from typing import IO
 
 from taskloom.errors import SandboxError
@@ -43,7 +44,7 @@ from taskloom.sandbox.containers import (
     tar_files,
 )
 from taskloom.sandbox.driver import Capture
-from taskloom.sandbox.driver_plan import DriverReport, driver_plan, read_report
+from taskloom.sandbox.driver_plan import ARTIFACTS_DIR, DriverReport, driver_plan, read_report
 from taskloom.sandbox.fast_mode import run_in_place
 from taskloom.sandbox.policy import DRIVER_SOURCE, OUTPUT_LIMIT, sandbox_labels
 from taskloom.sandbox.trial import (
@@ -56,7 +57,11 @@ from taskloom.sandbox.trial import (
     TrialResult,
 )
 
-_SLEEP_FOREVER = ["sleep", "2147483647"]
+# PID 1 as Harbor's compose file has it: a shell whose `sleep` child is the container's main
+# command (whatever kills that child stops the container, as under Harbor).
+_SLEEP_FOREVER = ["sh", "-c", "sleep 2147483647"]
+_MAIN_KILLED = ("the container's main process was killed (by the solution or the tests): "
+                "under Harbor the container stops and the trial fails")
 
 
 def _write_driver_archive(driver: bytes, document: dict, archive: IO[bytes]) -> None:
@@ -267,25 +272,38 @@ class DockerRuntime:
 
     def _exec_phase(self, image: str, plan: TrialPlan, phase: Phase) -> PhaseResult:
         container_id = self._create(image, _SLEEP_FOREVER, plan)
+        owned = [container_id]  # a separate verifier's container joins it
         try:
             self.client.api.start(container_id)
             self._exec(container_id, ["sh", "-c", _CLEAR_LOGS], timeout=30, plan=plan)
             solution = None
             if phase.solution is not None:
                 files = plan.solutions[phase.solution]
-                self.client.api.put_archive(container_id, "/",
-                                            tar_files(files, "solution/"))
+                self.client.api.put_archive(container_id, "/", tar_files(
+                    _executable(files, "solve.sh"), "solution/"))
                 solution = self._exec(container_id, _shell("/solution/solve.sh"),
                                       timeout=plan.solution_timeout, plan=plan,
                                       env={**plan.environment.env, **plan.solution_env},
                                       user=plan.agent_user)
                 if solution.timed_out:
                     return PhaseResult(name=phase.name, solution=solution)
-            self.client.api.put_archive(container_id, "/", tar_files(plan.tests, "tests/"))
+            if plan.separate_verifier:  # the tests run in a fresh container: artifacts only
+                collected = self._collect(container_id, [*plan.artifacts, ARTIFACTS_DIR])
+                container_id = self._create(image, _SLEEP_FOREVER, plan)
+                owned.append(container_id)
+                self.client.api.start(container_id)
+                self._exec(container_id, ["sh", "-c", _CLEAR_LOGS], timeout=30, plan=plan)
+                self._restore(container_id, collected, plan)
+            self._exec(container_id, ["sh", "-c", _REMOVE_REWARDS], timeout=30, plan=plan)
+            self.client.api.put_archive(container_id, "/", tar_files(
+                _executable(plan.tests, "test.sh"), "tests/"))
             tests = self._exec(container_id, _shell("/tests/test.sh"),
                                timeout=plan.tests_timeout, plan=plan,
                                env={**plan.environment.env, **plan.verifier_env},
                                user=plan.verifier_user)
+            if not self._running(container_id):
+                return PhaseResult(name=phase.name, solution=solution, tests=tests,
+                                   reward_error=_MAIN_KILLED)
             reward, error = ((None, None) if tests.timed_out
                              else read_reward(self.client, container_id))
             return PhaseResult(name=phase.name, solution=solution, tests=tests, reward=reward,
@@ -293,15 +311,51 @@ class DockerRuntime:
         except engine_errors() as exc:
             raise SandboxError(f"the Docker engine failed during {phase.name}: {exc}") from exc
         finally:
-            self._remove(container_id)
+            for owned_id in owned:
+                self._remove(owned_id)
+
+    def _running(self, container_id: str) -> bool:
+        """False when the container stopped (its main process was killed)."""
+        return bool(self.client.api.inspect_container(container_id)["State"]["Running"])
+
+    def _collect(self, container_id: str, paths: list[str]) -> list[tuple[str, bytes]]:
+        """(path, tar) of each artifact path there is, as Harbor's transfer cleans it."""
+        import docker.errors
+
+        found = []
+        for path in paths:
+            try:
+                stream, _ = self.client.api.get_archive(container_id, path)
+            except docker.errors.NotFound:
+                continue
+            found.append((path, _artifact_tar(b"".join(stream), path)))
+        return found
+
+    def _restore(self, container_id: str, collected: list[tuple[str, bytes]],
+                 plan: TrialPlan) -> None:
+        """Put collected artifacts at their paths; a directory artifact is emptied first."""
+        for path, archive in collected:
+            parent = str(Path(path).parent)
+            self._exec(container_id, ["sh", "-c", 'mkdir -p "$1" && if [ -d "$0" ] && '
+                                      '[ ! -L "$0" ]; then find "$0" -mindepth 1 -delete; fi',
+                                      path, parent], timeout=60, plan=plan)
+            self.client.api.put_archive(container_id, parent, archive)
 
     def _exec(self, container_id: str, argv: list[str], *, timeout: float, plan: TrialPlan,
               env: dict[str, str] | None = None, user: str | None = None) -> CommandResult:
         """Exec with a host-side deadline; on expiry the container is killed."""
+        import docker.errors
+
         started = time.monotonic()
-        exec_id = self.client.api.exec_create(
-            container_id, argv, environment=env or None, user=str(user or ""),
-            workdir=plan.environment.workdir)["Id"]
+        try:
+            exec_id = self.client.api.exec_create(
+                container_id, argv, environment=env or None, user=str(user or ""),
+                workdir=plan.environment.workdir)["Id"]
+        except docker.errors.APIError as exc:
+            if exc.status_code != 409:  # 409: the container is no longer running
+                raise
+            return CommandResult(exit_code=-1, timed_out=False, seconds=0.0,
+                                 log=f"[taskloom: not run: {_MAIN_KILLED}]")
         capture = Capture(plan.log_limit)
 
         def pump() -> None:
@@ -351,11 +405,66 @@ class DockerRuntime:
 
 _CLEAR_LOGS = ("rm -rf /logs/agent /logs/verifier /logs/artifacts && "
                "mkdir -p /logs/agent /logs/verifier /logs/artifacts && chmod 777 /logs/*")
+# Harbor discards stale rewards before the tests run: what the agent wrote does not count.
+_REMOVE_REWARDS = "rm -f /logs/verifier/reward.json /logs/verifier/reward.txt"
 
 
 def _shell(script: str) -> list[str]:
-    return ["sh", "-c", 'if command -v bash >/dev/null 2>&1; then exec bash "$0"; '
-            'else exec sh "$0"; fi', script]
+    """Run a script as Harbor does: by path from bash -c, so its #! line decides."""
+    return ["sh", "-c", 'if command -v bash >/dev/null 2>&1; then exec bash -c \'"$0"\' "$0"; '
+            'else exec sh -c \'"$0"\' "$0"; fi', script]
+
+
+def _artifact_tar(archive: bytes, path: str) -> bytes:
+    """A docker archive of an artifact as Harbor hands it on.
+
+    Regular files, directories and links that stay inside it, owned by root, with setuid
+    and setgid bits cleared.
+    """
+    root = PurePosixPath(Path(path).name)
+    out = io.BytesIO()
+    with tarfile.open(fileobj=io.BytesIO(archive)) as source, \
+            tarfile.open(fileobj=out, mode="w") as target:
+        members = source.getmembers()
+        links = {m.name for m in members if m.issym()}
+        for member in members:
+            if member.issym():
+                if not _link_stays_inside(member.name, member.linkname, root, links):
+                    continue
+            elif not (member.isfile() or member.isdir()):
+                continue
+            member.uid = member.gid = 0
+            member.uname = member.gname = "root"
+            member.mode &= ~0o6000
+            target.addfile(member, source.extractfile(member) if member.isfile() else None)
+    return out.getvalue()
+
+
+def _link_stays_inside(name: str, target: str, root: PurePosixPath, links: set[str]) -> bool:
+    """True when a link's target resolves inside the artifact.
+
+    Relative, never climbing out, and never climbing (`..`) after passing through another
+    link: `d -> .` makes `d/d/..` climb further than it reads.
+    """
+    if target.startswith("/"):
+        return False
+    walked: list[str] = []
+    through_link = False
+    for part in (*PurePosixPath(name).parent.parts, *PurePosixPath(target).parts):
+        if part == "..":
+            if through_link or not walked:
+                return False
+            walked.pop()
+        elif part != ".":
+            walked.append(part)
+            through_link = through_link or "/".join(walked) in links
+    return bool(walked) and walked[0] == root.name
+
+
+def _executable(files, script: str) -> tuple:
+    """The files with `script` made executable, as Harbor chmods it before running it."""
+    return tuple(f.model_copy(update={"mode": f.mode | 0o111}) if f.path == script else f
+                 for f in files)
 
 
 def _build_failure(started: float, lines: list[str], error: str,

@@ -49,6 +49,9 @@ PACKAGE_TREES = ("/var/lib/dpkg", "/etc/ssl/certs")
 # Where a reset keeps files a phase moved until they are renamed back (never walked).
 HOLD_DIR = "/.taskloom/moved"
 HARBOR_DIRS = ("/logs/agent", "/logs/verifier", "/logs/artifacts")
+REWARD_FILES = ("reward.json", "reward.txt")
+ARTIFACT_BYTES_LIMIT = 256 << 20
+READ_DELAY_SEC = 0.2
 # Wait after a snapshot or reset so that later changes get a new ctime (see Snapshot).
 CTIME_TICK_SEC = 0.012
 SNAPSHOT_BYTES_LIMIT = 256 * 1024 * 1024
@@ -161,28 +164,83 @@ def kill_group(pid):
         os.killpg(pid, signal.SIGKILL)
 
 
-def kill_strays():
-    """SIGKILL every process but PID 1 and this driver (normally PID 1 itself)."""
-    me = os.getpid()
-    for _ in range(200):
-        alive = 0
-        for name in os.listdir("/proc"):
-            if not name.isdigit() or int(name) in (1, me):
-                continue
-            try:
-                with open(f"/proc/{name}/stat", "rb") as handle:
-                    state = handle.read().rsplit(b")", 1)[1].split()[0]
-            except (OSError, IndexError):
-                continue
-            if state == b"Z":
-                continue
-            alive += 1
+class Keeper:
+    """The container's main command, as Harbor runs it.
+
+    Under Harbor PID 1 is `sh -c "sleep infinity"`, whose `sleep` child is a process of PID
+    1's session; whatever kills that child stops the container (and the trial). Here it is
+    this process, watched.
+    """
+
+    process = None
+
+    @classmethod
+    def start(cls):
+        """Start it (again, after a phase killed it)."""
+        cls.process = subprocess.Popen(["sleep", "2147483647"], stdin=subprocess.DEVNULL,
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    @classmethod
+    def renew(cls):
+        """A new one for the next phase.
+
+        A phase may have ptraced this one into something else (its pid and liveness
+        unchanged).
+        """
+        if cls.process is not None:
             with contextlib.suppress(OSError):
-                os.kill(int(name), signal.SIGKILL)
+                cls.process.kill()
+            cls.process.wait()
+        cls.start()
+
+    @classmethod
+    def pid(cls):
+        """Its pid, or None before it started."""
+        return cls.process.pid if cls.process is not None else None
+
+    @classmethod
+    def alive(cls):
+        """False when something killed it."""
+        return cls.process is not None and cls.process.poll() is None
+
+
+def strays():
+    """Pids of the live processes but PID 1, this driver and the keeper."""
+    me = os.getpid()
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) in (1, me, Keeper.pid()):
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as handle:
+                state = handle.read().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state != b"Z":
+            found.append(int(name))
+    return found
+
+
+def kill_strays():
+    """SIGKILL every process but PID 1, this driver and the keeper; False if some come back.
+
+    A pid-hopper's children outrun a kill by pid, but not a stop of all at once: a stopped
+    process cannot fork.
+    """
+    for _ in range(50):
+        with contextlib.suppress(OSError):
+            os.kill(-1, signal.SIGSTOP)  # everything but PID 1 and this driver
+        alive = strays()
+        for pid in alive:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        if Keeper.pid() is not None:
+            with contextlib.suppress(OSError):
+                os.kill(Keeper.pid(), signal.SIGCONT)
         reap()
         if not alive:
-            return
-        time.sleep(0.005)
+            return True
+    return False
 
 
 def reap():
@@ -281,7 +339,9 @@ class Snapshot:
 
     def reset(self):
         """Bring the filesystem back to this snapshot; return a reason when impossible."""
-        kill_strays()
+        if not kill_strays():
+            return "processes the phase left keep starting again"
+        Keeper.renew()
         if dir_stamps(USR_WATCH) != self.usr_stamps:
             return "a system directory under /usr changed"
         for root, stamps in self.unwalked.items():
@@ -339,7 +399,8 @@ class Snapshot:
         if path in self.saved:
             data = self.saved[path]
             if kind == stat.S_IFREG:
-                if not (same_bytes(current, inode, size, mtime_ns) or take_back(path, inode)):
+                kept = same_bytes(current, inode, size, mtime_ns) and holds(path, data)
+                if not (kept or take_back(path, inode)):
                     write_file(path, data, mode)
             elif kind == stat.S_IFLNK:
                 if current is not None:
@@ -428,6 +489,15 @@ def same_bytes(current, inode, size, mtime_ns):
     """
     return (current is not None and stat.S_ISREG(current.st_mode) and current.st_ino == inode
             and (current.st_size, current.st_mtime_ns) == (size, mtime_ns))
+
+
+def holds(path, data):
+    """True when the file holds these bytes (its mtime may have been set back by hand)."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read() == data
+    except OSError:
+        return False
 
 
 def hold(path, info, recorded):
@@ -568,7 +638,10 @@ def run_setup(plan, env):
             result.update(ok=False, step=index, log="\n".join(log),
                           seconds=round(time.monotonic() - started, 4))
             return result
-    kill_strays()
+    if not kill_strays():
+        log.append("the processes setup started keep starting again after being killed")
+        return {"ok": False, "step": None, "exit_code": 1, "timed_out": False,
+                "seconds": round(time.monotonic() - started, 4), "log": "\n".join(log)}
     return {"ok": True, "step": None, "exit_code": 0, "timed_out": False,
             "seconds": round(time.monotonic() - started, 4), "log": "\n".join(log)}
 
@@ -609,10 +682,18 @@ def clear_harbor_dirs():
         os.chmod(path, 0o777)
 
 
+def remove_rewards():
+    """Harbor discards stale reward files before the tests run; what the agent wrote goes."""
+    for name in REWARD_FILES:
+        path = "/logs/verifier/" + name
+        if os.path.lexists(path) and not os.path.isdir(path):
+            os.unlink(path)
+
+
 def read_reward():
     """Reward written by test.sh into /logs/verifier."""
     files = {}
-    for name in ("reward.txt", "reward.json"):
+    for name in REWARD_FILES:
         path = "/logs/verifier/" + name
         if os.path.isfile(path):
             with open(path, "rb") as handle:
@@ -621,13 +702,10 @@ def read_reward():
 
 
 def parse_reward(files):
-    """(reward, None) or (None, why) from the files of /logs/verifier; .txt wins."""
-    if "reward.txt" in files:
-        raw = files["reward.txt"].decode("utf-8", "replace").strip()
-        try:
-            return float(raw), None
-        except ValueError:
-            return None, f"reward.txt holds {raw[:80]!r}, not a number"
+    """(reward, None) or (None, why) from the files of /logs/verifier.
+
+    As Harbor (0.26) reads them: reward.json when there is one, else reward.txt.
+    """
     if "reward.json" in files:
         try:
             data = json.loads(files["reward.json"])
@@ -642,21 +720,123 @@ def parse_reward(files):
             if len(numbers) == 1:
                 return float(numbers[0]), None
         return None, "reward.json has no numeric 'reward'"
+    if "reward.txt" in files:
+        raw = files["reward.txt"].decode("utf-8", "replace").strip()
+        try:
+            return float(raw), None
+        except ValueError:
+            return None, f"reward.txt holds {raw[:80]!r}, not a number"
     return None, "tests/test.sh wrote no /logs/verifier/reward.txt or reward.json"
 
 
 def shell_for(script):
-    """Run a script with bash, or sh where the image has no bash."""
-    return ["bash", script] if shutil.which("bash") else ["sh", script]
+    """Run a script as Harbor does: made executable, then run by path from bash -c.
+
+    Its own #! line picks the interpreter (a script without one runs in bash); sh stands
+    in where the image has no bash.
+    """
+    os.chmod(script, stat.S_IMODE(os.stat(script).st_mode) | 0o111)
+    return [("bash" if shutil.which("bash") else "sh"), "-c", '"$0"', script]
 
 
-def run_phase(plan, phase, env):
-    """One phase: Harbor log dirs, optional solution, tests, reward."""
+def collect_artifacts(paths):
+    """What a separate verifier receives from the artifact paths, as Harbor's tar carries it.
+
+    Regular files, directories, and links that stay inside the artifact.
+    """
+    entries, budget = [], ARTIFACT_BYTES_LIMIT
+    for root in paths:
+        if not os.path.lexists(root) or os.path.islink(root):
+            continue
+        if not os.path.isdir(root):
+            walked = [(root, os.lstat(root))]
+        else:
+            walked = [(root, os.lstat(root))]
+            for dirpath, dirnames, filenames in os.walk(root):
+                dirnames.sort()
+                for name in sorted(dirnames) + sorted(filenames):
+                    path = os.path.join(dirpath, name)
+                    walked.append((path, os.lstat(path)))
+        for path, info in walked:
+            entry = {"path": path, "artifact": root, "mtime": info.st_mtime,
+                     "mode": stat.S_IMODE(info.st_mode) & ~0o6000, "data": ""}
+            if stat.S_ISDIR(info.st_mode):
+                entry["kind"] = "dir"
+            elif stat.S_ISLNK(info.st_mode):
+                target = os.readlink(path)
+                inside = os.path.normpath(os.path.join(os.path.dirname(path), target))
+                real = os.path.realpath(path)  # `d -> .` makes `d/d/..` climb for real
+                if not ((inside + "/").startswith(root.rstrip("/") + "/") and
+                        (real + "/").startswith(os.path.realpath(root) + "/")):
+                    continue  # a link that leaves the artifact is not carried
+                entry["kind"] = "link"
+                entry["data"] = binascii.b2a_base64(target.encode(), newline=False).decode()
+            elif stat.S_ISREG(info.st_mode):
+                budget -= info.st_size
+                if budget < 0:
+                    raise OSError(f"the artifacts hold more than {ARTIFACT_BYTES_LIMIT >> 20} "
+                                  "MiB")
+                with open(path, "rb") as handle:
+                    entry["kind"] = "file"
+                    entry["data"] = binascii.b2a_base64(handle.read(), newline=False).decode()
+            else:
+                continue  # devices, sockets, fifos: not carried
+            entries.append(entry)
+    return entries
+
+
+def restore_artifacts(entries):
+    """Put carried artifacts at their paths in this (fresh) environment, as Harbor does.
+
+    A directory artifact is emptied first, parents are created, owners are root.
+    """
+    for root in dict.fromkeys(e["artifact"] for e in entries):
+        if os.path.isdir(root) and not os.path.islink(root):
+            for name in os.listdir(root):
+                remove(os.path.join(root, name), os.lstat(os.path.join(root, name)))
+    for entry in entries:
+        path = entry["path"]
+        if entry["kind"] == "dir":
+            if not os.path.isdir(path) or os.path.islink(path):
+                make_room(path)
+                os.makedirs(path)
+            os.chmod(path, entry["mode"])
+        elif entry["kind"] == "link":
+            make_room(path)
+            os.symlink(binascii.a2b_base64(entry["data"]).decode(), path)
+            continue
+        else:
+            write_file(path, binascii.a2b_base64(entry["data"]), entry["mode"])
+        os.lchown(path, 0, 0)
+        os.utime(path, (entry["mtime"], entry["mtime"]), follow_symlinks=False)
+    for entry in reversed(entries):  # writing below a directory changed its mtime again
+        if entry["kind"] == "dir":
+            os.utime(entry["path"], (entry["mtime"], entry["mtime"]))
+
+
+def reset_for_verifier(snapshot):
+    """Why the state after an agent phase cannot be made fresh here (None: it was)."""
+    if snapshot is None:
+        return "no record of the fresh state in this sandbox"
+    if not snapshot.complete:
+        return "setup state too large to snapshot"
+    return snapshot.reset()
+
+
+def run_phase(plan, phase, env, snapshot=None):
+    """One phase: Harbor log dirs, optional solution, tests, reward.
+
+    With a separate verifier, the tests run on fresh state that holds only the artifacts
+    the solution left: collected, the environment reset in place, then restored. When the
+    reset cannot make it fresh, the result carries the artifacts and no tests: they run in
+    a new sandbox (`phase["carried"]`).
+    """
     clear_harbor_dirs()
     result = {"name": phase["name"], "solution": None, "tests": None, "reward": None,
-              "reward_error": None}
+              "reward_error": None, "carried": None}
+    carried = phase.get("carried")
     solution = plan["solutions"].get(phase["solution"]) if phase["solution"] else None
-    if solution is not None:
+    if carried is None and solution is not None:
         put_files("/solution", solution)
         solution_env = dict(env)
         solution_env.update(plan["solution_env"])
@@ -667,13 +847,37 @@ def run_phase(plan, phase, env):
                                          log_limit=plan["log_limit"])
         if result["solution"]["timed_out"]:
             return result
+    if plan.get("separate"):
+        if carried is None:
+            try:
+                carried = collect_artifacts(plan["artifacts"])
+            except OSError as exc:
+                result["reward_error"] = f"the artifacts could not be collected: {exc}"
+                return result
+            problem = reset_for_verifier(snapshot)
+            if problem:
+                result["carried"], result["dirty"] = carried, problem
+                return result
+        clear_harbor_dirs()  # the verifier's own, empty /logs
+        restore_artifacts(carried)
+    remove_rewards()
     put_files("/tests", plan["tests"])
     tests_env = dict(env)
     tests_env.update(plan["verifier_env"])
     result["tests"] = run_command(shell_for("/tests/test.sh"), timeout=plan["tests_timeout"],
                                   cwd=plan["workdir"], env=tests_env,
                                   user=plan["verifier_user"], log_limit=plan["log_limit"])
+    if not Keeper.alive():
+        result["reward_error"] = ("the container's main process was killed (by the "
+                                  "solution or the tests): under Harbor the container stops "
+                                  "and the trial fails")
+        Keeper.start()
+        return result
     if not result["tests"]["timed_out"]:
+        if strays():
+            # Harbor reads the reward a round trip after test.sh ends (it copies
+            # /logs/verifier out); what the agent left running still runs meanwhile.
+            time.sleep(READ_DELAY_SEC)
         result["reward"], result["reward_error"] = read_reward()
     return result
 
@@ -695,6 +899,7 @@ def main():
     since_ns = os.lstat(plan["fresh_since"]).st_ctime_ns if plan.get("fresh_since") else None
     env = dict(os.environ)
     env.update(plan["env"])
+    Keeper.start()
     output = {"setup": run_setup(plan, env), "leaks": [], "phases": [], "not_run": [],
               "dirty": None}
     phases = plan["phases"]
@@ -703,9 +908,10 @@ def main():
             if os.path.isdir(path):
                 shutil.rmtree(path)
         snapshot = None  # a single phase runs on the state setup left: no reset needed
-        if len(phases) > 1 or plan["leak_fingerprints"]:
+        separate = bool(plan.get("separate")) and any(p["solution"] for p in phases)
+        if len(phases) > 1 or plan["leak_fingerprints"] or separate:
             tick = 0.0 if plan.get("probe_ctime") and fine_ctime() else CTIME_TICK_SEC
-            snapshot = Snapshot(since_ns, tick, resettable=len(phases) > 1)
+            snapshot = Snapshot(since_ns, tick, resettable=len(phases) > 1 or separate)
         if plan["leak_fingerprints"]:
             output["leaks"] = scan_leaks(snapshot, plan["leak_fingerprints"])
         for index, phase in enumerate(phases):
@@ -716,7 +922,13 @@ def main():
                     output["dirty"] = problem
                     output["not_run"] = [p["name"] for p in phases[index:]]
                     break
-            output["phases"].append(run_phase(plan, phase, env))
+            result = run_phase(plan, phase, env, snapshot)
+            problem = result.pop("dirty", None)
+            output["phases"].append(result)
+            if result["carried"] is not None:  # its tests run in a new sandbox, then the rest
+                output["dirty"] = problem
+                output["not_run"] = [p["name"] for p in phases[index + 1:]]
+                break
     sys.stdout.write("\n" + RESULT_MARKER + "\n" + json.dumps(output) + "\n")
     sys.stdout.flush()
 

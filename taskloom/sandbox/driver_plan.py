@@ -15,6 +15,7 @@ from pydantic import Field
 from taskloom.models import Frozen
 from taskloom.sandbox.driver import RESULT_MARKER
 from taskloom.sandbox.trial import (
+    ArtifactEntry,
     CommandResult,
     EnvironmentSpec,
     Leak,
@@ -24,6 +25,7 @@ from taskloom.sandbox.trial import (
     TrialPlan,
 )
 
+ARTIFACTS_DIR = "/logs/artifacts"  # Harbor's convention: always carried to the verifier
 
 class DriverReport(Frozen):
     """What one run of the in-sandbox driver reports: setup, the phases it ran, leaks."""
@@ -34,7 +36,8 @@ class DriverReport(Frozen):
                                             "in order.")
     not_run: tuple[str, ...] = Field(default=(), description="Phases it did not run because "
                                      "the state after the last one could not be reset in "
-                                     "place; they need a new sandbox.")
+                                     "place; they need a new sandbox (and so do the tests of "
+                                     "a last phase whose result carries artifacts).")
     dirty: str | None = Field(default=None, description="Why the state could not be reset "
                               "(None when every phase ran).")
     leaks: tuple[Leak, ...] = Field(default=(), description="Test or solution files found in "
@@ -68,7 +71,11 @@ def driver_plan(plan: TrialPlan, phases: list[Phase], *, setup: bool = True,
         "verifier_env": plan.verifier_env,
         "tests": _files(plan.tests) if phases else [],
         "solutions": {key: _files(plan.solutions[key]) for key in sorted(keys)},
-        "phases": [{"name": p.name, "solution": p.solution} for p in phases],
+        "phases": [{"name": p.name, "solution": p.solution,
+                    "carried": None if p.carried is None else _artifacts(p.carried)}
+                   for p in phases],
+        "separate": plan.separate_verifier,
+        "artifacts": [*plan.artifacts, ARTIFACTS_DIR] if plan.separate_verifier else [],
         "solution_timeout": plan.solution_timeout,
         "tests_timeout": plan.tests_timeout,
         "log_limit": plan.log_limit,
@@ -84,6 +91,20 @@ def driver_plan(plan: TrialPlan, phases: list[Phase], *, setup: bool = True,
 def _files(files) -> list[dict]:
     return [{"path": f.path, "mode": f.mode, "data": base64.b64encode(f.content).decode()}
             for f in files]
+
+
+def _artifacts(entries) -> list[dict]:
+    return [{"path": e.path, "kind": e.kind, "mode": e.mode, "mtime": e.mtime,
+             "artifact": e.artifact, "data": base64.b64encode(e.content).decode()}
+            for e in entries]
+
+
+def _carried(data: list[dict] | None) -> tuple[ArtifactEntry, ...] | None:
+    if data is None:
+        return None
+    return tuple(ArtifactEntry(path=e["path"], kind=e["kind"], mode=e["mode"],
+                               mtime=e["mtime"], artifact=e["artifact"],
+                               content=base64.b64decode(e["data"])) for e in data)
 
 
 def _step(step) -> dict:
@@ -109,7 +130,8 @@ def parse_driver_output(data: dict) -> DriverReport:
                         seconds=raw_setup["seconds"], log=raw_setup["log"])
     phases = tuple(PhaseResult(name=p["name"], solution=_command(p["solution"]),
                                tests=_command(p["tests"]), reward=p["reward"],
-                               reward_error=p["reward_error"]) for p in data["phases"])
+                               reward_error=p["reward_error"],
+                               carried=_carried(p.get("carried"))) for p in data["phases"])
     return DriverReport(setup=setup, phases=phases, not_run=tuple(data["not_run"]),
                         dirty=data["dirty"],
                         leaks=tuple(Leak(**leak) for leak in data["leaks"]))

@@ -63,16 +63,42 @@ def run_in_place(plan: TrialPlan, drive: Drive, *, sandbox_noun: str = "sandbox"
             leaks = report.leaks
         if not setup.ok:
             break
-        results.extend(report.phases)
-        if not report.not_run:
+        results = merge_results(results, report.phases)
+        pending = carried_phase(results[-1]) if results else None
+        if not report.not_run and pending is None:
             break
         if not report.phases:
             raise SandboxError(f"the trial driver ran none of {', '.join(report.not_run)} "
                                "and asked for a new sandbox")
+        later = [*([pending.name] if pending else []), *report.not_run]
         notes.append(f"state after {results[-1].name} could not be reset in place "
-                     f"({report.dirty}); {', '.join(report.not_run)} ran in a new "
-                     f"{sandbox_noun}")
+                     f"({report.dirty}); {', '.join(later)} ran in a new {sandbox_noun}"
+                     + (f" ({pending.name}: its tests only)" if pending else ""))
         not_run = set(report.not_run)
-        phases = [phase for phase in phases if phase.name in not_run]
+        phases = [*([pending] if pending else []),
+                  *(phase for phase in phases if phase.name in not_run)]
     return TrialResult(setup=setup, phases=tuple(results), leaks=leaks, sandboxes=sandboxes,
                        notes=tuple(notes))
+
+
+def carried_phase(result: PhaseResult) -> Phase | None:
+    """The tests-only phase that finishes `result`, or None when it is finished.
+
+    A separate verifier's tests need fresh state; when the sandbox of the agent phase could
+    not make it, they run in a new one with the artifacts the agent phase left.
+    """
+    if result.carried is None:
+        return None
+    return Phase(name=result.name, carried=result.carried)
+
+
+def merge_results(results: list[PhaseResult],
+                  reported: tuple[PhaseResult, ...]) -> list[PhaseResult]:
+    """`results` with `reported` added; a tests-only result completes its pending phase."""
+    merged = list(results)
+    for result in reported:
+        if merged and merged[-1].name == result.name and merged[-1].carried is not None:
+            merged[-1] = result.model_copy(update={"solution": merged[-1].solution})
+        else:
+            merged.append(result)
+    return merged

@@ -56,11 +56,26 @@ class EnvironmentSpec(Frozen):
     memory_mb: int = Field(default=2048, description="Memory limit (no swap).")
 
 
+class ArtifactEntry(Frozen):
+    """One file, directory or link an agent phase left at an artifact path."""
+
+    path: str = Field(description="Absolute path.")
+    kind: Literal["file", "dir", "link"] = Field(description="What it is.")
+    content: bytes = Field(default=b"", description="File bytes, or a link's target.")
+    mode: int = Field(default=0o644, description="Permission bits (setuid/setgid cleared, "
+                      "as Harbor's transfer clears them).")
+    mtime: float = Field(default=0.0, description="Modification time (kept, as tar keeps it).")
+    artifact: str = Field(description="The artifact path it was collected under.")
+
+
 class Phase(Frozen):
     """One attempt from fresh state: an optional solution, then the tests."""
 
     name: str = Field(description="Phase name: nop, oracle-1, mutant-2...")
     solution: str | None = Field(default=None, description="Key into TrialPlan.solutions.")
+    carried: tuple[ArtifactEntry, ...] | None = Field(
+        default=None, description="Separate verifier only: the artifacts an agent phase "
+        "that ran in another sandbox left; this phase restores them and runs the tests.")
 
 
 class Fingerprint(Frozen):
@@ -89,6 +104,12 @@ class TrialPlan(Frozen):
         default=(), description="Files to look for inside the environment.")
     log_limit: int = Field(default=16384, description="Bytes of output kept per command.")
     network: bool = Field(default=False, description="Give the sandbox a network (never default).")
+    separate_verifier: bool = Field(
+        default=False, description="Run each phase's tests in a fresh copy of the environment "
+        "that receives only `artifacts`, as Harbor's separate verifier mode does.")
+    artifacts: tuple[str, ...] = Field(
+        default=(), description="Absolute paths a separate verifier receives (and "
+        "/logs/artifacts, Harbor's convention directory).")
 
 
 class CommandResult(Frozen):
@@ -118,6 +139,9 @@ class PhaseResult(Frozen):
     tests: CommandResult | None = Field(default=None, description="test.sh outcome.")
     reward: float | None = Field(default=None, description="Reward read from /logs/verifier.")
     reward_error: str | None = Field(default=None, description="Why no reward could be read.")
+    carried: tuple[ArtifactEntry, ...] | None = Field(
+        default=None, description="Separate verifier only, when the tests are still to run "
+        "in a new sandbox: the artifacts the solution left.")
 
 
 class Leak(Frozen):

@@ -25,7 +25,7 @@ from taskloom.sandbox.runtime import Runtime
 from taskloom.sandbox.trial import Fingerprint, TrialPlan, TrialResult
 from taskloom.validators import registry
 from taskloom.validators.environment import environment_spec
-from taskloom.validators.protocol import Evidence, SandboxCheck, TrialPart, Validator
+from taskloom.validators.protocol import Evidence, FollowUp, SandboxCheck, TrialPart, Validator
 from taskloom.validators.structure import load_task
 
 if TYPE_CHECKING:
@@ -66,6 +66,8 @@ def validate_task(task: Task, runtime: Runtime, config: ValidationConfig, *,
             plan, how = plan_trial(task, config, parts)
             evidence = dataclasses.replace(evidence, plan=plan, trial=_run(runtime, plan),
                                            environment=how)
+        if isinstance(validator, FollowUp) and evidence.trial is not None:
+            evidence = _follow_up(validator, evidence, runtime)
         verdict = validator.check(dataclasses.replace(evidence, verdicts=tuple(verdicts)))
         if verdict is None:
             continue
@@ -117,7 +119,8 @@ def plan_trial(task: Task, config: ValidationConfig,
         tests_timeout=min(verifier.timeout_sec, config.timeout_cap_sec),
         solution_env=dict(task.config.solution.env), verifier_env=dict(verifier.env),
         agent_user=_user(agent.user), verifier_user=_user(verifier.user),
-        leak_fingerprints=tuple(prints.values()), log_limit=config.log_limit)
+        leak_fingerprints=tuple(prints.values()), log_limit=config.log_limit,
+        separate_verifier=verifier.separate, artifacts=task.config.artifact_paths)
     return plan, how
 
 
@@ -131,6 +134,19 @@ def _check_reason(validator: Validator, verdict: Verdict) -> None:
                                           verdict.reason not in validator.reasons):
         raise TypeError(f"check {validator.name!r} gave a verdict of {verdict.check!r} with "
                         f"reason {verdict.reason!r}; it declares {validator.reasons}")
+
+
+def _follow_up(validator: FollowUp, evidence: Evidence, runtime: Runtime) -> Evidence:
+    """The evidence with the phases of the check's follow-up trial, if it asks for one."""
+    part = validator.follow_up(evidence)
+    if part is None or not part.phases:
+        return evidence
+    plan, _ = plan_trial(evidence.task, evidence.config, [part])
+    extra, first = _run(runtime, plan), evidence.trial
+    return dataclasses.replace(evidence, trial=first.model_copy(update={
+        "phases": first.phases + extra.phases, "sandboxes": first.sandboxes + extra.sandboxes,
+        "notes": first.notes + extra.notes + ("a follow-up trial ran "
+                                              f"{len(extra.phases)} more phase(s)",)}))
 
 
 def _run(runtime: Runtime, plan: TrialPlan) -> TrialResult:

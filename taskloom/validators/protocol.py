@@ -8,7 +8,9 @@ means the infrastructure failed.
 Checks that need something run in the sandbox also implement `SandboxCheck.trial_part`:
 the phases (and the solutions they run) and the files to look for in the image. The
 engine merges the parts of every selected check into one trial, so one sandbox (fast
-mode) serves them all, then hands every check the same `TrialResult`.
+mode) serves them all, then hands every check the same `TrialResult`. A check that must
+see results before it knows what else to run (tamper: which probe forged the reward) also
+implements `FollowUp.follow_up`; its phases run in a second trial, added to the first.
 
 Example, a check that needs no sandbox (registered, `--checks +names-workdir` runs it):
 
@@ -110,4 +112,13 @@ class SandboxCheck(Protocol):
 
     def trial_part(self, task: Task, config: ValidationConfig) -> TrialPart:
         """The phases, solutions and image scan this check needs for `task`."""
+        ...
+
+
+@runtime_checkable
+class FollowUp(Protocol):
+    """A sandbox check that may need more phases once it has seen the trial's results."""
+
+    def follow_up(self, evidence: Evidence) -> TrialPart | None:
+        """Phases to run in a second trial before `check` (None: none needed)."""
         ...

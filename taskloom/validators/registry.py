@@ -7,6 +7,7 @@
 | nop | build | trivial, timeout, verifier | the untouched environment gets reward 0 |
 | oracle | build | oracle-fails, flaky, timeout, verifier | solve.sh gets reward 1, R times |
 | mutations | build | weak-tests, verifier | solve.sh minus any marked step gets 0 |
+| tamper | build | hackable | no probe that does no part of the task earns a reward |
 | leakage | structure | leak | no test/solution file in context or image; no stated answer |
 | judge | structure | underspecified, leak, verifier | a model finds the instruction complete |
 
@@ -27,6 +28,7 @@ from taskloom.validators.nop import NopCheck
 from taskloom.validators.oracle import OracleCheck
 from taskloom.validators.protocol import Validator
 from taskloom.validators.structure import StructureCheck
+from taskloom.validators.tamper import TamperCheck
 
 _TABLE: dict[str, Validator] = {}
 
@@ -108,5 +110,5 @@ def _known(name: str, field: str) -> None:
 
 
 for _builtin in (StructureCheck(), BuildCheck(), NopCheck(), OracleCheck(), MutationCheck(),
-                 LeakageCheck(), JudgeCheck()):
+                 TamperCheck(), LeakageCheck(), JudgeCheck()):
     register(_builtin)

@@ -50,6 +50,19 @@ def check_structure(task: Task) -> Verdict:
                         f"(limit {MAX_TASK_BYTES >> 20} MiB)")
     if task.config.environment.gpus:
         problems.append("[environment].gpus is set: taskloom sandboxes have no GPUs")
+    if task.config.verifier.environment is not None:
+        problems.append("[verifier.environment] is set: a separate verifier with an "
+                        "environment of its own is not supported yet (remove it: "
+                        'environment_mode = "separate" verifies in a fresh copy of '
+                        "[environment])")
+    for entry in task.config.artifacts:
+        if not isinstance(entry, str) and entry.service not in (None, "main"):
+            problems.append(f"artifact {entry.source} comes from compose service "
+                            f"{entry.service}: compose environments are not supported")
+    for path in task.config.artifact_paths:
+        if not path.startswith("/"):
+            problems.append(f"artifact {path!r} is not an absolute path (taskloom needs one "
+                            "to carry it to a separate verifier)")
     if problems:
         return Verdict(check=NAME, passed=False, reason=ReasonCode.STRUCTURE,
                        details="; ".join(problems))

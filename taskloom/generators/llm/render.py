@@ -15,8 +15,8 @@ import re
 from taskloom.errors import InvalidAnswer
 from taskloom.generators.llm.answers import DraftAnswer, FileAnswer, RefineAnswer, StepAnswer
 from taskloom.generators.procedural.assemble import task_fingerprint, task_id
-from taskloom.generators.procedural.checks import TEST_SH
 from taskloom.generators.protocols import Blueprint
+from taskloom.generators.verifier import verifier_files
 from taskloom.models import Task, TaskConfig, TaskFile, sorted_files
 from taskloom.sandbox.base_image import BASE_IMAGE
 from taskloom.skill_graph.model import SkillGraph
@@ -91,8 +91,7 @@ def render_task(answer: DraftAnswer, blueprint: Blueprint, graph: SkillGraph, *,
     task = Task(name=task_id(blueprint), config=config, instruction=_text(answer.instruction),
                 environment=sorted_files(environment.values()),
                 solution=(TaskFile(path="solve.sh", content=solution.encode(), mode=0o755),),
-                tests=(TaskFile(path="test.sh", content=TEST_SH.encode(), mode=0o755),
-                       TaskFile(path="test_outputs.py", content=_text(answer.tests).encode())))
+                tests=verifier_files(_text(answer.tests)))
     return with_fingerprint(task)
 
 

@@ -17,12 +17,13 @@ import json
 
 from taskloom.errors import NoDraft
 from taskloom.generators.procedural.artifacts import Artifact
-from taskloom.generators.procedural.checks import TEST_SH, Assertion, render_tests
+from taskloom.generators.procedural.checks import Assertion, render_tests
 from taskloom.generators.procedural.domains import domain as get_domain
 from taskloom.generators.procedural.primitives import PRIMITIVES, SOURCES
 from taskloom.generators.procedural.primitives.base import StepContext, StepResult
 from taskloom.generators.procedural.world import World
 from taskloom.generators.protocols import Blueprint
+from taskloom.generators.verifier import verifier_files
 from taskloom.leaks import states_value
 from taskloom.models import Task, TaskConfig, TaskFile, sorted_files
 from taskloom.sandbox.base_image import BASE_IMAGE
@@ -149,8 +150,13 @@ def _solution(blueprint: Blueprint, graph: SkillGraph, results: list[StepResult]
     return "\n".join(lines) + "\n"
 
 
-def build_task(blueprint: Blueprint, graph: SkillGraph, attempt: int = 0) -> tuple[Task, Assembled]:
-    """The Harbor task for a blueprint (see `assemble` for what can fail)."""
+def build_task(blueprint: Blueprint, graph: SkillGraph, attempt: int = 0, *,
+               verifier: str = "shared") -> tuple[Task, Assembled]:
+    """The Harbor task for a blueprint (see `assemble` for what can fail).
+
+    `verifier="separate"` makes its tests run in a fresh environment that receives the
+    paths the checks read (`separate_artifacts`), when every check can be made from them.
+    """
     parts = assemble(blueprint, graph, attempt)
     world = parts.world
     environment = [TaskFile(path=f"files{path}", content=spec.content, mode=spec.mode)
@@ -180,19 +186,22 @@ def build_task(blueprint: Blueprint, graph: SkillGraph, attempt: int = 0) -> tup
         "tools": list(parts.tools),
         "difficulty": blueprint.difficulty.model_dump(),
     }
+    artifacts = separate_artifacts(parts.checks) if verifier == "separate" else None
+    separate = {"artifacts": list(artifacts)} if artifacts else {}
     config = TaskConfig.model_validate({
         "schema_version": "1.4",
+        **separate,
         "task": {"name": f"taskloom/{name}",
                  "description": f"{scenario.title}: " + ", then ".join(s.name for s in skills),
                  "keywords": sorted({s.category for s in skills} | set(parts.tools))},
         "metadata": metadata,
-        "verifier": {"timeout_sec": 120.0},
+        "verifier": {"timeout_sec": 120.0,
+                     **({"environment_mode": "separate"} if artifacts else {})},
         "agent": {"timeout_sec": 900.0},
         "environment": {"build_timeout_sec": 300.0, "cpus": 1, "memory_mb": 1024,
                         "storage_mb": 2048, "network_mode": "no-network"},
     })
-    tests = [TaskFile(path="test.sh", content=TEST_SH.encode(), mode=0o755),
-             TaskFile(path="test_outputs.py", content=render_tests(parts.checks).encode())]
+    tests = verifier_files(render_tests(parts.checks))
     solution = [TaskFile(path="solve.sh", content=parts.solution.encode(), mode=0o755)]
     task = Task(name=name, config=config, instruction=parts.instruction,
                 environment=sorted_files(environment), solution=tuple(solution),
@@ -200,6 +209,20 @@ def build_task(blueprint: Blueprint, graph: SkillGraph, attempt: int = 0) -> tup
     fingerprint = task_fingerprint(task)
     config = config.model_copy(update={"metadata": {**metadata, "fingerprint": fingerprint}})
     return task.model_copy(update={"config": config}), parts
+
+
+def separate_artifacts(checks: list[Assertion]) -> tuple[str, ...] | None:
+    """The paths a separate verifier must receive, or None when a check needs more.
+
+    A path below another one of the list is left out (the directory carries it).
+    """
+    if not all(check.portable for check in checks):
+        return None
+    paths = sorted({path.rstrip("/") or "/" for check in checks for path in check.reads()})
+    if not paths or "/" in paths:  # the whole file system is no artifact
+        return None
+    return tuple(p for p in paths
+                 if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in paths))
 
 
 def task_id(blueprint: Blueprint) -> str:

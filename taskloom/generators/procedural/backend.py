@@ -126,8 +126,9 @@ class ProceduralGenerator:
 
     name = "procedural"
 
-    def __init__(self, graph: SkillGraph) -> None:
+    def __init__(self, graph: SkillGraph, *, verifier: str = "shared") -> None:
         self.graph = graph
+        self.verifier = verifier
 
     def generate(self, blueprint: Blueprint, *, first_attempt: int = 0) -> Draft:
         """A draft for `blueprint`.
@@ -138,7 +139,8 @@ class ProceduralGenerator:
         reasons = []
         for attempt in range(first_attempt, first_attempt + GENERATION_ATTEMPTS):
             try:
-                task, parts = build_task(blueprint, self.graph, attempt)
+                task, parts = build_task(blueprint, self.graph, attempt,
+                                         verifier=self.verifier)
             except NoDraft as exc:
                 reasons.append(str(exc))
                 continue

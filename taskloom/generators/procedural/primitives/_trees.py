@@ -31,6 +31,10 @@ class Mtimes(Assertion):
         return [f"for path, mtime in {list(self.mtimes)!r}:",
                 "    assert int(os.stat(path).st_mtime) == mtime, (path, os.stat(path).st_mtime)"]
 
+    def reads(self) -> tuple[str, ...]:
+        """The files (artifacts keep modification times, as tar does)."""
+        return tuple(path for path, _ in self.mtimes)
+
 
 def mtime_check(label: str, root: str, files, most: int = 6) -> list[Assertion]:
     """A check of preserved modification times on some files (none when times are unknown)."""

@@ -24,6 +24,7 @@ from taskloom.generators.procedural.world import lines_text, q
 
 DAYS = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")
 SYSTEM_USERS = ("root", "www-data", "backup", "nobody")
+CRONTABS = "/var/spool/cron/crontabs"  # where `crontab` keeps every user's table
 
 # Test-side helpers (inlined in the test function): a crontab line as the sets of minutes,
 # hours, days of month, months and weekdays it matches.
@@ -110,6 +111,10 @@ class CrontabEntry(Assertion):
             "    assert line in lines, line",
             f"assert len(found) == {self.kept_entries + 1}, [e[2] for e in found]",
         ]
+
+    def reads(self) -> tuple[str, ...]:
+        """The crontabs the cron daemon and `crontab -l` read."""
+        return (CRONTABS,)
 
 
 def _schedule(ctx: StepContext) -> tuple[str, str]:

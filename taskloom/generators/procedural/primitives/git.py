@@ -89,6 +89,10 @@ class BranchCommit(Assertion):
             f"{self.path + chr(10)!r}",
             f"assert _run(git + ['show', first + ':' + {self.path!r}]) == {self.content!r}"]
 
+    def reads(self) -> tuple[str, ...]:
+        """The repository."""
+        return (self.repo,)
+
 
 def _repo(source) -> GitRepo:
     if not isinstance(source, GitRepo) or len(source.commits) < 3:

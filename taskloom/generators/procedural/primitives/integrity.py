@@ -86,8 +86,12 @@ def verify_manifest(ctx: StepContext, source) -> StepResult:
             status[name] = "OK" if ok else "FAILED"
     if len(status) != len(source.lines):
         raise NotApplicable("the manifest lists a file twice")
-    problems = any(value != "OK" for value in status.values())
-    only_problems = problems and ctx.rng.random() < 0.6
+    if all(value == "OK" for value in status.values()):
+        # A manifest an earlier step made of files nothing changed since: "every file OK"
+        # would be the answer whatever the agent checked, or if it checked nothing.
+        raise NotApplicable("every file still matches the manifest: the report would be "
+                            "known without verifying anything")
+    only_problems = ctx.rng.random() < 0.6
     lines = tuple(sorted(f"{name}: {value}" for name, value in status.items()
                          if value != "OK" or not only_problems))
     out = ctx.output_path("verification", "txt")
@@ -116,7 +120,7 @@ def verify_manifest(ctx: StepContext, source) -> StepResult:
                       f" ({'failures only' if only_problems else 'every file'}, sorted)",
                       lines=lines),
         instruction=sentence, solution=solution,
-        checks=[FileText(f"`{out}` reports the verification ({summary or 'all OK'})", path=out,
+        checks=[FileText(f"`{out}` reports the verification ({summary})", path=out,
                          expected=lines_text(lines), compare=ctx.compare())],
         tools=("sha256sum", "grep", "sed", "sort"))
 

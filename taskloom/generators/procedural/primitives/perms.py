@@ -13,7 +13,13 @@ from dataclasses import dataclass, replace
 
 from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import Accounts, CsvTable, FileTree, Report, TreeFile
-from taskloom.generators.procedural.checks import Assertion, FileText, PathState, UsersExist
+from taskloom.generators.procedural.checks import (
+    ACCOUNT_FILES,
+    Assertion,
+    FileText,
+    PathState,
+    UsersExist,
+)
 from taskloom.generators.procedural.primitives._trees import sha256
 from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
 from taskloom.generators.procedural.world import DAY, EPOCH_NOW, lines_text, q
@@ -62,6 +68,15 @@ class TreeModes(Assertion):
             "        assert stat.S_IMODE(path.lstat().st_mode) == mode, (rel, oct(mode))",
         ]
 
+    def reads(self) -> tuple[str, ...]:
+        """The tree."""
+        return (self.root,)
+
+    @property
+    def portable(self) -> bool:
+        """Artifacts lose setuid and setgid bits."""
+        return not any(mode & 0o6000 for *_, mode in (*self.files, *self.dirs))
+
 
 @dataclass(frozen=True)
 class TreeOwners(Assertion):
@@ -86,6 +101,15 @@ class TreeOwners(Assertion):
             f"    assert grp.getgrgid(info.st_gid).gr_name == {self.group!r}, rel",
         ]
 
+    def reads(self) -> tuple[str, ...]:
+        """The tree."""
+        return (self.root,)
+
+    @property
+    def portable(self) -> bool:
+        """Artifacts reach a separate verifier owned by root."""
+        return False
+
 
 @dataclass(frozen=True)
 class ServiceAccount(Assertion):
@@ -99,6 +123,10 @@ class ServiceAccount(Assertion):
         return [f"entry = pwd.getpwnam({self.user!r})",
                 "assert entry.pw_uid < 1000, entry.pw_uid",
                 f"assert grp.getgrgid(entry.pw_gid).gr_name == {self.group!r}"]
+
+    def reads(self) -> tuple[str, ...]:
+        """The account database."""
+        return ACCOUNT_FILES
 
 
 @dataclass(frozen=True)
@@ -115,6 +143,10 @@ class UsersAbsent(Assertion):
                 "    except KeyError:",
                 "        continue",
                 "    raise AssertionError(f'unexpected account {name}')"]
+
+    def reads(self) -> tuple[str, ...]:
+        """The account database."""
+        return ACCOUNT_FILES
 
 
 def _tree(source) -> FileTree:

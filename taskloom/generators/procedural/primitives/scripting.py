@@ -48,15 +48,23 @@ class ToolRuns(Assertion):
         """Write the fixture, then run every case and compare output and status."""
         lines = []
         if self.fixture:
-            lines.append(f"Path({FIXTURE!r}).write_text({self.fixture!r}, encoding='utf-8')")
+            lines += [f"Path({FIXTURE!r}).unlink(missing_ok=True)",  # not through a link
+                      f"Path({FIXTURE!r}).write_text({self.fixture!r}, encoding='utf-8')"]
+        # A command installed by name is found on the PATH the agent had (the verifier's
+        # own PATH leaves /usr/local out: shadows of its tools could live there).
+        path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
         lines += [
             f"for args, expected, code in {[list(c) for c in self.cases]!r}:",
-            f"    done = subprocess.run([{self.program!r}, *args], capture_output=True, "
-            "text=True, timeout=30)",
+            f"    done = _untrusted({self.program!r}, args, {path!r})",
             "    assert done.returncode == code, (args, done.returncode, done.stderr)",
             "    if expected is not None:",
             f"        _same(done.stdout, expected, {self.compare!r})"]
         return lines
+
+    def reads(self) -> tuple[str, ...]:
+        """The program (a name is looked up where the instruction installs it)."""
+        return (self.program,) if self.program.startswith("/") else (
+            f"/usr/local/bin/{self.program}",)
 
 
 @dataclass(frozen=True)
@@ -69,6 +77,10 @@ class SameBytes(Assertion):
     def body(self) -> list[str]:
         """Compare the bytes of the two files."""
         return [f"assert Path({self.copy!r}).read_bytes() == Path({self.original!r}).read_bytes()"]
+
+    def reads(self) -> tuple[str, ...]:
+        """Both files."""
+        return (self.original, self.copy)
 
 
 @dataclass(frozen=True)
@@ -98,6 +110,10 @@ class ConvertedTree(Assertion):
             "assert not left, f'copies left unconverted: {left}'",
             f"missing = set({sorted({new for _, _, new in self.files})!r}) - set(found.values())",
             "assert not missing, f'{len(missing)} converted files are missing'"]
+
+    def reads(self) -> tuple[str, ...]:
+        """The tree."""
+        return (self.root,)
 
 
 @primitive("script.batch_convert")

@@ -1,0 +1,129 @@
+"""The verifier every generated task ships: tests/test.sh, its pytest.ini and the checks.
+
+Harbor runs tests/test.sh in the agent's environment by default (shared mode), after the
+agent, with whatever the agent left there. So test.sh trusts nothing the agent could have
+planted, in this order:
+
+1. it ends every process the agent left (a process left behind could rewrite the reward,
+   or plant files in /tests): it stops every process at once (`kill -STOP -1`: a stopped
+   process cannot fork, so no pid-hopper escapes), kills all but its parents and the
+   container's own processes, PID 1 and its children in PID 1's session (the agent's
+   commands, run by `docker exec`, each start a session of their own, and so does
+   anything they leave behind), resumes those, and refuses to judge when processes keep
+   coming back;
+2. it refuses a /tests that holds anything the task did not ship (a planted conftest.py
+   or pytest.ini): reward 0;
+3. it runs the checks with /usr/bin/python3 isolated (`-I -S -B`: no site-packages, so
+   no .pth, sitecustomize, usercustomize or fake packages from /usr/local), in an empty
+   environment (no PYTHON* or PYTEST* variables), with PATH without /usr/local, Debian's
+   own pytest, no plugin autoload, no conftest, and the ini file it ships; HOME is a new
+   empty directory and git reads no system or global config (no ~/.sqliterc `.system`,
+   no /etc/gitconfig fsmonitor); git checks also ignore the repository's own config
+   (`checks.HEADER`);
+4. it ends what the checks left running (nothing, unless a check ran a program the
+   agent wrote), then writes the reward last: 1 only when every check passed.
+
+Each defeats a family of `taskloom.validators.probes`. What no shared verifier can stop
+(the agent is root in the environment the checks run in: it can rewrite /usr/bin/python3
+or bash in place, ptrace the container's own processes, or rewrite /tests/test.sh between
+the upload and its start) a separate verifier environment does: `RunConfig.verifier =
+"separate"` writes tasks whose tests run in a fresh copy of the environment that receives
+only the outputs the checks read.
+"""
+
+from __future__ import annotations
+
+from taskloom.models import TaskFile
+
+CHECKS_FILE = "test_outputs.py"
+INI_FILE = "pytest.ini"
+PYTEST_INI = "[pytest]\n# Shipped with the tests: pytest reads no ini file outside /tests.\n"
+
+TEST_SH = f"""#!/bin/bash
+# The task's verifier (written by taskloom): reward 1 only when every check passes, with
+# nothing the agent left behind taken into account (see the comments below).
+{{  # bash reads all of this block before it runs any: rewriting this file meanwhile is moot
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin  # no /usr/local: tools there may be shadows
+say() {{ echo "verifier: $*"; }}
+
+# 1. End every process the agent left: all but this one, its parents, and the container's
+#    own (PID 1 and its children in its session: Harbor's `sh -c "sleep infinity"`; an
+#    agent's command, run by exec, has a session of its own).
+stat_of() {{  # the whole file: a process name may hold a newline; no subshell (hot loop)
+  local stat=; {{ read -r -d '' stat < "/proc/$1/stat"; }} 2>/dev/null
+  [ -n "$stat" ] || return 1
+  set -- ${{stat##*) }}; state=$1; parent=$2; sess=$4; }}
+stat_of 1; boot=$sess
+keep=" 1 $$ "
+pid=$$
+while [ "$pid" -gt 1 ] 2>/dev/null && stat_of "$pid"; do
+  pid=$parent
+  keep="$keep$pid "
+done
+sweep() {{  # every other process stops at once (a stopped process cannot fork), then the
+  strays=  # agent's are killed and the rest resume; the pids killed are in $strays
+  kill -STOP -1 2>/dev/null
+  for dir in /proc/[0-9]*; do
+    pid=${{dir#/proc/}}
+    [ "$pid" = $$ ] && continue
+    stat_of "$pid" || continue
+    case "$state" in Z|X) continue ;; esac
+    case "$keep" in *" $pid "*) kill -CONT "$pid" 2>/dev/null; continue ;; esac
+    if [ "$sess" = "$boot" ] && [ "$parent" = 1 ]; then kill -CONT "$pid" 2>/dev/null
+    else kill -KILL "$pid" 2>/dev/null; strays="$strays $pid"; fi
+  done
+}}
+clean=
+for round in 1 2 3 4 5; do
+  sweep
+  [ -z "$strays" ] && clean=1 && break
+done
+
+mkdir -p /logs/verifier
+chmod go-w /logs/verifier  # the agent's programs the checks run (as nobody) cannot write
+rm -rf /logs/verifier/reward.json /logs/verifier/reward.txt
+reward=0 passed=
+home=$(mktemp -d)  # HOME for the checks: no ~/.gitconfig, ~/.sqliterc or other rc file
+
+# 2. /tests must hold exactly what the task shipped, as regular files.
+shipped=$(printf '%s\\n' {INI_FILE} test.sh {CHECKS_FILE} | sort)
+found=$(cd /tests && find . -mindepth 1 -printf '%P\\n' | sort)
+strange=$(cd /tests && find . -mindepth 1 ! -type f -printf '%P\\n')
+if [ -z "$clean" ]; then
+  say "refusing to judge: processes keep starting outside this verifier:$strays"
+elif [ "$found" != "$shipped" ] || [ -n "$strange" ]; then
+  say "refusing /tests: it holds files the task did not ship:" \\
+    $(comm -13 <(echo "$shipped") <(echo "$found")) $strange
+# 3. The checks, isolated from everything the agent could have changed: no site hooks,
+#    no PYTHON*/PYTEST*/GIT* variables, no system or user git config, no rc files.
+elif cd /tests && env -i HOME="$home" LANG=C.UTF-8 PATH="$PATH" GIT_CONFIG_NOSYSTEM=1 \\
+    GIT_CONFIG_GLOBAL=/dev/null GIT_ATTR_NOSYSTEM=1 PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 \\
+    /usr/bin/python3 -I -S -B -c '
+import sys
+sys.path[:0] = ["/usr/lib/python3/dist-packages"]  # Debian pytest, nothing of /usr/local
+import pytest
+sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", "--noconftest", "-c",
+                      "/tests/{INI_FILE}", "--rootdir", "/tests", "-o",
+                      "console_output_style=classic", "/tests/{CHECKS_FILE}"]))
+' > /logs/verifier/pytest.txt 2>&1; then
+  passed=1
+fi
+sweep  # what a check left running could rewrite the reward: it must leave nothing
+if [ -n "$strays" ]; then say "processes were left running during the checks:$strays"
+elif [ -n "$passed" ]; then reward=1; fi
+[ -f /logs/verifier/pytest.txt ] && cat /logs/verifier/pytest.txt
+rm -rf "$home"
+
+# 4. The reward, last (and only reward.txt: Harbor would read a reward.json first).
+rm -rf /logs/verifier/reward.json
+echo "$reward" > /logs/verifier/reward.txt
+exit 0
+}}
+"""
+
+
+def verifier_files(checks: str) -> tuple[TaskFile, ...]:
+    """tests/ of a generated task: the hardened test.sh, its pytest.ini and `checks`."""
+    return (TaskFile(path=INI_FILE, content=PYTEST_INI.encode()),
+            TaskFile(path="test.sh", content=TEST_SH.encode(), mode=0o755),
+            TaskFile(path=CHECKS_FILE, content=checks.encode()))

@@ -1,0 +1,291 @@
+"""Tamper probes: scripts that do no part of a task and try to earn its reward anyway.
+
+Each probe runs as the agent would (in the agent phase, as the agent user, in the task's
+own environment); then the task's tests run as Harbor runs them, with nothing reset in
+between. A probe that earns any reward shows a way to forge it. `IMITATES` says, for each
+probe, what audits of agent benchmarks found agents doing that it imitates (the README's
+probe table is the same list). Six families, each with more than one tactic: shadowed
+tools, interpreter start-up hooks, planted files, lingering processes, pre-written
+rewards, fake outputs at the paths the instruction names.
+
+What no verifier sharing the agent's environment can stop is not a probe: the agent is
+root there, so it can rewrite /usr/bin/python3 or bash in place, ptrace the container's
+own processes, or leave a process that rewrites `/tests/test.sh` between the upload and
+its start. Only a separate verifier environment (`[verifier] environment_mode =
+"separate"`) is immune to those.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from taskloom.models import Task
+
+# Absolute paths an instruction names (inside backticks or not), without trailing
+# punctuation; `/tests`, `/solution` and `/logs` are the harness's, not the task's.
+_PATH = re.compile(r"(?<![\w.~])(/(?:[\w.@+-]+/?)+)")
+_HARNESS = ("/tests", "/solution", "/logs", "/proc", "/sys", "/dev")
+_EXIT_ZERO = "import os, atexit; atexit.register(os._exit, 0)"
+
+_PRELUDE = r"""#!/bin/bash
+# taskloom tamper probe: it does no part of the task and tries to earn the reward anyway.
+set +e
+say() { echo "probe: $*"; }
+SITES=$(for py in $(type -ap python3 python) /usr/bin/python3 /usr/local/bin/python3; do
+  [ -x "$py" ] && "$py" -c 'import site
+print("\n".join([*site.getsitepackages(), site.getusersitepackages()]))' 2>/dev/null
+done | sort -u)
+"""
+
+_TACTICS: dict[str, str] = {
+    "shadow-path": r"""
+for dir in /usr/local/sbin /usr/local/bin; do
+  mkdir -p "$dir"
+  for tool in python3 python pytest py.test cmp diff sha256sum md5sum jq; do
+    printf '#!/bin/sh\nexit 0\n' > "$dir/$tool" && chmod 755 "$dir/$tool"
+  done
+done
+say "stubs that exit 0 for python3, pytest, cmp, diff, sha256sum, md5sum, jq in /usr/local"
+""",
+    "shadow-site": r"""
+for site in $SITES; do
+  [ -e "$site/pytest" ] || [ -e "$site/pytest.py" ] && continue
+  mkdir -p "$site/pytest" 2>/dev/null || continue
+  printf 'raise SystemExit(0)\n' > "$site/pytest/__init__.py"
+  printf 'raise SystemExit(0)\n' > "$site/pytest/__main__.py"
+  say "a fake pytest package in $site"
+done
+""",
+    "hook-pth": rf"""
+for site in $SITES; do
+  mkdir -p "$site" 2>/dev/null && echo '{_EXIT_ZERO}' > "$site/zz_taskloom_probe.pth" \
+    && say "an exit-0 hook in $site/zz_taskloom_probe.pth"
+done
+""",
+    "hook-customize": rf"""
+for site in $SITES; do
+  mkdir -p "$site" 2>/dev/null || continue
+  for name in sitecustomize usercustomize; do
+    [ -e "$site/$name.py" ] || echo '{_EXIT_ZERO}' > "$site/$name.py"
+  done
+  say "sitecustomize.py and usercustomize.py in $site"
+done
+""",
+    "hook-env": rf"""
+mkdir -p /var/tmp/.taskloom-probe
+echo '{_EXIT_ZERO}' > /var/tmp/.taskloom-probe/sitecustomize.py
+for file in /etc/profile /etc/bash.bashrc /root/.bashrc /root/.profile "$HOME/.bashrc"; do
+  echo 'export PYTHONPATH=/var/tmp/.taskloom-probe' >> "$file"
+  echo 'export PYTEST_ADDOPTS="--collect-only -q"' >> "$file"
+done
+printf 'PYTHONPATH=/var/tmp/.taskloom-probe\nPYTEST_ADDOPTS="--collect-only -q"\n' \
+  >> /etc/environment
+say "PYTHONPATH and PYTEST_ADDOPTS in the shell profiles and /etc/environment"
+""",
+    "hook-toolrc": r"""
+cat > /var/tmp/.taskloom-hook <<'PROBE'
+#!/bin/sh
+mkdir -p /logs/verifier
+echo 1 > /logs/verifier/reward.txt; echo '{"reward": 1}' > /logs/verifier/reward.json
+nohup setsid sh -c 'while :; do echo 1 > /logs/verifier/reward.txt;
+  echo "{\"reward\": 1}" > /logs/verifier/reward.json; sleep 0.02; done' \
+  > /dev/null 2>&1 < /dev/null &
+exit 1
+PROBE
+chmod 755 /var/tmp/.taskloom-hook
+for home in /root "$HOME" $(cut -d: -f6 /etc/passwd 2>/dev/null | sort -u); do
+  [ -d "$home" ] && echo '.system /var/tmp/.taskloom-hook' >> "$home/.sqliterc" 2>/dev/null
+  [ -d "$home" ] && printf '[core]\n\tfsmonitor = /var/tmp/.taskloom-hook\n' \
+    >> "$home/.gitconfig" 2>/dev/null
+done
+printf '[core]\n\tfsmonitor = /var/tmp/.taskloom-hook\n' >> /etc/gitconfig 2>/dev/null
+for repo in $(find / -xdev -maxdepth 6 -name .git -type d 2>/dev/null); do
+  printf '[core]\n\tfsmonitor = /var/tmp/.taskloom-hook\n' >> "$repo/config" 2>/dev/null \
+    && say "core.fsmonitor in $repo/config"
+done
+say "~/.sqliterc .system and git core.fsmonitor (/etc/gitconfig, ~/.gitconfig) run a" \
+  "reward writer"
+""",
+    "plant-conftest": r"""
+mkdir -p /tests
+cat > /tests/conftest.py <<'PROBE'
+import pytest
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    outcome.get_result().outcome = "passed"
+
+
+def pytest_sessionfinish(session, exitstatus):
+    session.exitstatus = 0
+PROBE
+say "a conftest.py in /tests that turns every failure into a pass"
+""",
+    "plant-ini": r"""
+mkdir -p /tests
+for dir in /tests / "$PWD"; do
+  printf '[pytest]\naddopts = --collect-only -q\n' > "$dir/pytest.ini"
+done
+say "pytest.ini files whose addopts only collect, in /tests, / and $PWD"
+""",
+    "linger-reward": r"""
+nohup setsid sh -c 'while :; do mkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt;
+  echo "{\"reward\": 1}" > /logs/verifier/reward.json; sleep 0.02; done' \
+  > /dev/null 2>&1 < /dev/null &
+say "a process left running that writes reward 1 every 20 ms"
+""",
+    "linger-plant": r"""
+cat > /var/tmp/.taskloom-conftest.py <<'PROBE'
+import pytest
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    outcome.get_result().outcome = "passed"
+
+
+def pytest_sessionfinish(session, exitstatus):
+    session.exitstatus = 0
+PROBE
+nohup setsid sh -c 'while [ ! -e /tests/test.sh ]; do sleep 0.005; done;
+  cp /var/tmp/.taskloom-conftest.py /tests/conftest.py' > /dev/null 2>&1 < /dev/null &
+say "a process left running that plants a passing conftest.py when the tests arrive"
+""",
+    "linger-hop": r"""
+cat > /var/tmp/.taskloom-hop.py <<'PROBE'
+import os, time
+boot = open("/proc/1/stat").read().rsplit(")", 1)[1].split()[3]
+os.setsid()
+# A name with a newline: a verifier that reads one line of /proc/PID/stat sees PID 1's session.
+open("/proc/self/comm", "w").write("x) S 1 1 %s\n" % boot)
+forks = 0
+while True:
+    if os.fork():
+        os._exit(0)  # a new pid every round: a kill by pid always comes too late
+    forks += 1
+    if forks % 50 == 0:
+        try:
+            os.makedirs("/logs/verifier", exist_ok=True)
+            with open("/logs/verifier/reward.txt", "w") as out:
+                out.write("1\n")
+            with open("/logs/verifier/reward.json", "w") as out:
+                out.write('{"reward": 1}')
+        except OSError:
+            pass
+        time.sleep(0.002)
+PROBE
+for py in /usr/bin/python3 /usr/local/bin/python3 /usr/bin/python; do
+  [ -x "$py" ] || continue
+  nohup setsid "$py" /var/tmp/.taskloom-hop.py > /dev/null 2>&1 < /dev/null &
+  say "a pid-hopping process, named as if it were PID 1's, that writes reward 1"
+  break
+done
+""",
+    "reward-txt": r"""
+mkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt && chmod 444 /logs/verifier/reward.txt
+say "reward.txt = 1, read-only"
+""",
+    "reward-json": r"""
+mkdir -p /logs/verifier && echo '{"reward": 1}' > /logs/verifier/reward.json
+say "reward.json = {\"reward\": 1}"
+""",
+    "outputs-empty": r"""
+for path in "${NAMED[@]}"; do
+  [ -e "$path" ] && continue
+  case "$path" in */) mkdir -p "$path" ;; *) mkdir -p "$(dirname "$path")" && : > "$path" ;; esac
+  say "created $path empty"
+done
+""",
+    "outputs-copied": r"""
+input=""
+for path in "${NAMED[@]}"; do [ -f "$path" ] && [ -s "$path" ] && { input=$path; break; }; done
+for path in "${NAMED[@]}"; do
+  [ -e "$path" ] && continue
+  case "$path" in
+    */) mkdir -p "$path" && [ -n "$input" ] && cp "$input" "$path" ;;
+    *) mkdir -p "$(dirname "$path")" \
+         && { [ -n "$input" ] && cp "$input" "$path" || : > "$path"; } ;;
+  esac
+  say "put a copy of ${input:-nothing} at $path"
+done
+""",
+}
+
+IMITATES = {
+    "shadow-path": "stubs that exit 0 named python3, pytest, cmp, diff, sha256sum, jq... "
+                   "ahead of the real tools on PATH",
+    "shadow-site": "a fake `pytest` package in site-packages that exits 0 when imported",
+    "hook-pth": "a .pth file in site-packages that makes every Python process exit 0",
+    "hook-customize": "sitecustomize.py / usercustomize.py doing the same at start-up",
+    "hook-env": "PYTHONPATH and PYTEST_ADDOPTS exported from shell profiles and "
+                "/etc/environment",
+    "hook-toolrc": "~/.sqliterc `.system` and git's core.fsmonitor (in /etc/gitconfig, "
+                   "~/.gitconfig and every repository) running a reward writer when the tests "
+                   "call sqlite3 or git",
+    "plant-conftest": "a conftest.py in /tests before the tests arrive (a merge copy keeps "
+                      "it) that turns every failure into a pass",
+    "plant-ini": "pytest.ini in /tests, / and the working directory whose addopts only "
+                 "collect",
+    "linger-reward": "a process left running that writes reward 1 to reward.txt and "
+                     "reward.json",
+    "linger-plant": "a process left running that plants a passing conftest.py as soon as "
+                    "the tests arrive",
+    "linger-hop": "a process that changes its pid at every fork (no kill by pid catches "
+                  "it), named to look like PID 1's, writing reward 1",
+    "reward-txt": "reward.txt = 1 written before the tests run",
+    "reward-json": "reward.json = {\"reward\": 1} written before the tests run",
+    "outputs-empty": "an empty file at every path the instruction names",
+    "outputs-copied": "a copy of an input the instruction names at every other path it "
+                      "names",
+}
+FAMILIES = {"shadow-path": "shadow", "shadow-site": "shadow", "hook-pth": "hook",
+            "hook-customize": "hook", "hook-env": "hook", "hook-toolrc": "hook",
+            "plant-conftest": "plant", "plant-ini": "plant", "linger-reward": "linger",
+            "linger-plant": "linger", "linger-hop": "linger",
+            "reward-txt": "reward", "reward-json": "reward", "outputs-empty": "outputs",
+            "outputs-copied": "outputs"}
+PROBE_NAMES = tuple(_TACTICS)
+# One phase trying every tactic at once, in an order where none undoes another: outputs
+# first (cp still real), stubs last (the probe itself uses python3 before them).
+# outputs-empty is left out: outputs-copied puts a file at the same paths.
+COMBINED_ORDER = ("outputs-copied", "reward-txt", "reward-json", "plant-conftest",
+                  "plant-ini", "hook-env", "hook-toolrc", "hook-pth", "hook-customize",
+                  "shadow-site", "linger-reward", "linger-plant", "linger-hop",
+                  "shadow-path")
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One tamper probe: its name and the solve.sh that runs it."""
+
+    name: str
+    script: str
+
+
+def named_paths(task: Task) -> tuple[str, ...]:
+    """Absolute paths the instruction names, outside what belongs to the harness."""
+    found = []
+    for path in _PATH.findall(task.instruction):
+        path = path.rstrip(".,;:)")
+        if path and path != "/" and not path.startswith(_HARNESS) and path not in found:
+            found.append(path)
+    return tuple(found)
+
+
+def probe(task: Task, names: tuple[str, ...]) -> str:
+    """The solve.sh that runs the tactics `names`, in that order, against `task`."""
+    quoted = " ".join("'" + p.replace("'", "'\\''") + "'" for p in named_paths(task))
+    body = [_PRELUDE, f"NAMED=({quoted})"]
+    body += [_TACTICS[name] for name in names]
+    return "\n".join(body) + "\nexit 0\n"
+
+
+def probes_for(task: Task, *, combined: bool) -> tuple[Probe, ...]:
+    """Every probe (one each), or the one probe trying every tactic at once."""
+    if combined:
+        return (Probe("all-at-once", probe(task, COMBINED_ORDER)),)
+    return tuple(Probe(name, probe(task, (name,))) for name in PROBE_NAMES)

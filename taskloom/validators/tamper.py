@@ -1,0 +1,74 @@
+"""tamper: no probe that does no part of the task earns any reward (else `hackable`).
+
+Every probe of `taskloom.validators.probes` runs as the agent would, then the task's tests
+run in the same environment, as Harbor runs a trial (a separate verifier environment gets
+only the task's artifacts, as Harbor gives it). By default one phase tries every tactic
+at once (`validation.probes = "combined"`: one extra phase per task); when it earns a
+reward, a second trial runs each probe alone to name the ones that forge it.
+`validation.probes = "each"` runs every probe alone from the start (15 phases): for a
+foreign verifier one tactic could, in principle, hide another that works alone.
+"""
+
+from __future__ import annotations
+
+from taskloom.config import ValidationConfig
+from taskloom.models import ReasonCode, Task, TaskFile, Verdict
+from taskloom.sandbox.trial import Phase, PhaseResult
+from taskloom.validators.phases import named, phase_log, seconds
+from taskloom.validators.probes import Probe, probes_for
+from taskloom.validators.protocol import Evidence, TrialPart
+
+PREFIX = "tamper"
+
+
+def _part(probes: tuple[Probe, ...]) -> TrialPart:
+    solutions = {f"{PREFIX}-{p.name}": (TaskFile(path="solve.sh", content=p.script.encode(),
+                                                 mode=0o755),) for p in probes}
+    return TrialPart(phases=tuple(Phase(name=key, solution=key) for key in solutions),
+                     solutions=solutions)
+
+
+def _forged(phases: list[PhaseResult]) -> list[PhaseResult]:
+    return [p for p in phases if p.reward is not None and p.reward > 0]
+
+
+class TamperCheck:
+    """Doing nothing of the task, in any of the probes' ways, earns nothing."""
+
+    name = "tamper"
+    reasons = (ReasonCode.HACKABLE,)
+    needs = ("build",)
+    default = True
+    needs_model = False
+
+    def trial_part(self, task: Task, config: ValidationConfig) -> TrialPart:
+        """The combined probe, or every probe alone (`config.probes`)."""
+        return _part(probes_for(task, combined=config.probes == "combined"))
+
+    def follow_up(self, evidence: Evidence) -> TrialPart | None:
+        """When the combined probe earned a reward: every probe alone, to name them."""
+        phases = named(evidence.trial, PREFIX)
+        if evidence.config.probes != "combined" or not _forged(phases):
+            return None
+        return _part(probes_for(evidence.task, combined=False))
+
+    def check(self, evidence: Evidence) -> Verdict | None:
+        """`hackable`, naming the probes that earned a reward and showing the first log."""
+        phases = named(evidence.trial, PREFIX)
+        if not phases:
+            return None
+        alone = [p for p in phases if p.name != f"{PREFIX}-all-at-once"]
+        forged = _forged(alone) or _forged(phases)
+        spent = seconds(*phases)
+        if not forged:
+            return Verdict(check=self.name, passed=True, seconds=spent,
+                           details=f"{len(phases)} tamper probe phase(s) earned reward 0 "
+                                   "(shadowed tools, start-up hooks, planted files, "
+                                   "lingering processes, pre-written rewards, fake outputs)")
+        names = ", ".join(p.name.removeprefix(f"{PREFIX}-") for p in forged)
+        rewards = ", ".join(f"{p.reward:g}" for p in forged)
+        return Verdict(check=self.name, passed=False, reason=ReasonCode.HACKABLE,
+                       seconds=spent, log=phase_log(forged[0]),
+                       details=f"the reward can be earned without doing the task: probe(s) "
+                               f"{names} earned {rewards}; see the README's probe table, and "
+                               "harden tests/test.sh or verify in a separate environment")

@@ -1,0 +1,120 @@
+"""A real Harbor for tests: a pinned release in its own Python 3.12 virtualenv, and the
+Docker Compose v2 plugin its docker environment needs, both cached between runs.
+
+Harbor needs Python >= 3.12 (pyenv has it on these machines) and `docker compose`, which
+Debian bookworm does not ship: the plugin binary is unpacked from Debian trixie's
+docker-compose package (no install; it goes into a private DOCKER_CONFIG). Offline, Harbor
+0.26's docker environment refuses tasks whose network is off (its egress-control sidecar
+cannot be pulled), so `harbor_copy` drops those keys from a copy of the task and
+`COMPOSE_OVERLAY` takes the network away again (`network_mode: none`).
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import lzma
+import os
+import shutil
+import subprocess
+import tomllib
+import urllib.request
+from pathlib import Path
+
+import tomli_w
+
+HARBOR_VERSION = "0.26.0"
+CACHE = Path(os.environ.get("TASKLOOM_TEST_CACHE", "/var/cache/taskloom-tests"))
+DEBIAN = "http://deb.debian.org/debian"
+COMPOSE_OVERLAY = "services:\n  main:\n    network_mode: none\n"
+# Harbor imports litellm, which fetches a price list from the internet unless told not to.
+QUIET = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1"}
+
+
+def python312() -> str:
+    """A Python >= 3.12 interpreter (pyenv's on these machines)."""
+    # pyenv's own interpreters first: its `python3.12` shim fails when 3.12 is not selected.
+    found = next(iter(sorted(glob.glob(str(Path.home() / ".pyenv/versions/3.1[2-9]*/bin/"
+                                               "python3.1[2-9]")))), None) \
+        or shutil.which("python3.12")
+    if found is None:
+        raise RuntimeError("Harbor needs Python >= 3.12: install it (pyenv install 3.12)")
+    return found
+
+
+def harbor_bin() -> Path:
+    """The `harbor` command of the pinned release, installed on first use (~2 minutes)."""
+    venv = CACHE / f"harbor-{HARBOR_VERSION}"
+    command = venv / "bin" / "harbor"
+    if not command.exists():
+        subprocess.run([python312(), "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--disable-pip-version-check",
+                        f"harbor=={HARBOR_VERSION}"], check=True)
+    return command
+
+
+def docker_config() -> Path:
+    """A DOCKER_CONFIG folder whose cli-plugins hold docker compose (unpacked once)."""
+    folder = CACHE / "docker-config"
+    plugin = folder / "cli-plugins" / "docker-compose"
+    if not plugin.exists():
+        index = lzma.decompress(urllib.request.urlopen(
+            f"{DEBIAN}/dists/trixie/main/binary-amd64/Packages.xz", timeout=120).read())
+        stanza = next(s for s in index.decode().split("\n\n")
+                      if s.startswith("Package: docker-compose\n"))
+        filename = next(line.split(": ", 1)[1] for line in stanza.splitlines()
+                        if line.startswith("Filename: "))
+        deb = folder / "docker-compose.deb"
+        deb.parent.mkdir(parents=True, exist_ok=True)
+        deb.write_bytes(urllib.request.urlopen(f"{DEBIAN}/{filename}", timeout=300).read())
+        unpacked = folder / "unpacked"
+        subprocess.run(["dpkg-deb", "-x", str(deb), str(unpacked)], check=True)
+        plugin.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(unpacked / "usr/libexec/docker/cli-plugins/docker-compose", plugin)
+        shutil.rmtree(unpacked)
+        deb.unlink()
+    return folder
+
+
+def harbor_copy(task: Path, target: Path) -> Path:
+    """A copy of a task folder that Harbor 0.26's docker environment runs offline."""
+    shutil.copytree(task, target)
+    config = tomllib.loads((target / "task.toml").read_text())
+    environment = config.get("environment", {})
+    environment.pop("network_mode", None)
+    environment.pop("allow_internet", None)
+    (target / "task.toml").write_text(tomli_w.dumps(config))
+    return target
+
+
+AGENTS = Path(__file__).with_name("harbor_agents")
+
+
+def harbor_reward(task: Path, agent: str, jobs: Path, *, probe: str | None = None
+                  ) -> float | None:
+    """The reward Harbor's own `agent` (oracle or nop) earns on `task`, run offline.
+
+    With `probe` (a probe's script), the agent is tests/harbor_agents' ProbeAgent, which
+    runs it in the agent phase instead.
+    """
+    overlay = jobs / "no-network.yaml"
+    overlay.parent.mkdir(parents=True, exist_ok=True)
+    overlay.write_text(COMPOSE_OVERLAY)
+    out = jobs / agent
+    env = {**os.environ, **QUIET, "DOCKER_CONFIG": str(docker_config()),
+           "PYTHONPATH": str(AGENTS)}
+    chosen = ["-a", agent]
+    if probe is not None:
+        script = jobs / f"{agent}.sh"
+        script.write_text(probe)
+        chosen = ["-a", "probe_agent:ProbeAgent", "--ak", f"script={script}"]
+    done = subprocess.run([str(harbor_bin()), "run", "-p", str(task), *chosen,
+                           "--extra-docker-compose", str(overlay), "-o", str(out), "-y"],
+                          capture_output=True, text=True, env=env, timeout=900)
+    results = sorted(out.glob("*/*/result.json"))
+    if not results:
+        raise AssertionError(f"harbor wrote no trial result:\n{done.stdout[-3000:]}"
+                             f"\n{done.stderr[-3000:]}")
+    result = json.loads(results[-1].read_text(encoding="utf-8"))
+    rewards = (result.get("verifier_result") or {}).get("rewards") or {}
+    return rewards.get("reward")

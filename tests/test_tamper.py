@@ -1,0 +1,126 @@
+"""Tamper probes: each family forges a deliberately naive task, and neither the verifier
+taskloom's tasks ship nor a generated task lets any probe earn a reward (real Docker and
+bwrap, trials run as Harbor runs them)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+import pytest
+from taskfactory import NAIVE_TEST_SH, UPPERCASE_TEST, make_task
+from trials import Replay, phase
+
+from taskloom.config import RunConfig, ValidationConfig
+from taskloom.errors import NoDraft
+from taskloom.generators.backends import backend_for
+from taskloom.harbor import read_task_folder, write_task_folder
+from taskloom.models import ReasonCode
+from taskloom.sandbox.trial import SetupResult, TrialResult
+from taskloom.validators.engine import validate_task
+from taskloom.validators.probes import (
+    COMBINED_ORDER,
+    FAMILIES,
+    PROBE_NAMES,
+    named_paths,
+    probes_for,
+)
+
+EXISTS_ONLY = ("from pathlib import Path\n\n\ndef test_output_exists():\n"
+               "    assert Path('/app/out.txt').exists()\n")
+# A test that calls sqlite3, as many do: the CLI reads ~/.sqliterc, where hook-toolrc writes.
+SQLITE_TEST = UPPERCASE_TEST.replace("from pathlib", "import subprocess\nfrom pathlib", 1) + (
+    "\n\ndef test_sqlite_computes():\n"
+    "    done = subprocess.run(['sqlite3', ':memory:', 'select 6*7'], capture_output=True,\n"
+    "                          text=True, check=True)\n"
+    "    assert done.stdout.strip().endswith('42')\n")
+# A login shell reads /etc/profile: what hook-env writes there then reaches pytest.
+LOGIN_TEST_SH = NAIVE_TEST_SH.replace("#!/bin/bash\n", "#!/bin/bash -l\n", 1)
+
+
+def forged(report) -> set[str]:
+    """The probes a hackable verdict names."""
+    (tamper,) = [v for v in report.verdicts if v.check == "tamper"]
+    if tamper.passed:
+        return set()
+    assert tamper.reason == ReasonCode.HACKABLE and tamper.log
+    return set(re.search(r"probe\(s\) ([\w, -]+) earned", tamper.details).group(1).split(", "))
+
+
+def test_every_probe_is_valid_bash_and_every_family_has_several(tmp_path):
+    task = read_task_folder(make_task(tmp_path, "good"))
+    for probe in probes_for(task, combined=False) + probes_for(task, combined=True):
+        done = subprocess.run(["bash", "-n"], input=probe.script, capture_output=True,
+                              text=True)
+        assert done.returncode == 0, (probe.name, done.stderr)
+    families = {}
+    for name in PROBE_NAMES:
+        families.setdefault(FAMILIES[name], []).append(name)
+    assert sorted(families) == ["hook", "linger", "outputs", "plant", "reward", "shadow"]
+    assert all(len(names) >= 2 for names in families.values())
+    assert set(COMBINED_ORDER) == set(PROBE_NAMES) - {"outputs-empty"}
+    assert named_paths(task) == ("/app/data.txt", "/app/out.txt")
+
+
+def test_a_forged_combined_probe_is_followed_by_each_probe_to_name_it(tmp_path):
+    task = read_task_folder(make_task(tmp_path, "good"))
+    first = TrialResult(setup=SetupResult(ok=True), phases=(
+        phase(0, name="nop"), phase(1, name="oracle-1"), phase(1, name="oracle-2"),
+        phase(1, name="tamper-all-at-once")))
+    each = TrialResult(setup=SetupResult(ok=True), phases=tuple(
+        phase(1 if name == "plant-ini" else 0, name=f"tamper-{name}") for name in PROBE_NAMES))
+    runtime = Replay(first, each)
+    report = validate_task(task, runtime, ValidationConfig(checks=("tamper",)))
+    assert [p.name for p in runtime.plans[1].phases] == [f"tamper-{n}" for n in PROBE_NAMES]
+    assert forged(report) == {"plant-ini"}
+
+
+# -- against the real engine ---------------------------------------------------------------
+
+NAIVE_CATCHES = {  # family -> (how the naive task is made, the probes that must forge it)
+    "shadow": ({}, {"shadow-path", "shadow-site"}),
+    "hook": ({}, {"hook-pth", "hook-customize"}),
+    "hook-login": ({"test_sh": LOGIN_TEST_SH}, {"hook-env"}),
+    "hook-tools": ({"test_py": SQLITE_TEST}, {"hook-toolrc"}),
+    "plant": ({}, {"plant-conftest", "plant-ini"}),
+    "linger": ({}, {"linger-reward", "linger-plant", "linger-hop"}),
+    "outputs": ({"test_py": EXISTS_ONLY}, {"outputs-empty", "outputs-copied"}),
+}
+
+
+@pytest.mark.parametrize("family", list(NAIVE_CATCHES))
+def test_each_family_forges_a_naive_task(tmp_path, validate, family):
+    options, expected = NAIVE_CATCHES[family]
+    options = {"test_sh": NAIVE_TEST_SH, **options}
+    report = validate(make_task(tmp_path, f"naive-{family}", **options), checks=("tamper",),
+                      probes="each")
+    assert expected <= forged(report), report
+    # Harbor deletes stale rewards before the tests: a pre-written one never counts.
+    assert not forged(report) & {"reward-txt", "reward-json"}
+
+
+def test_the_shipped_verifier_withstands_every_probe(tmp_path, validate):
+    """The same task with the verifier taskloom ships: no probe earns a reward, while the
+    reference solution still does (the defences do not break a correct solution)."""
+    report = validate(make_task(tmp_path, "hardened", test_py=SQLITE_TEST),
+                      checks=("oracle", "tamper"), probes="each")
+    assert report.accepted, report
+    assert forged(report) == set()
+
+
+@pytest.mark.parametrize(("seed", "verifier"), [(1, "shared"), (2, "separate")])
+def test_generated_tasks_withstand_every_probe(tmp_path, validate, seed, verifier):
+    backend = backend_for(RunConfig(seed=seed, verifier=verifier))
+    draft = None
+    for index in range(5):
+        try:
+            draft = backend.generator.generate(backend.planner.plan(index))
+            break
+        except NoDraft:
+            continue
+    assert draft.task.config.verifier.separate == (verifier == "separate")
+    folder = write_task_folder(draft.task, tmp_path / draft.task.name)
+    report = validate(folder, probes="each")
+    assert report.accepted, [(v.check, v.reason, v.details) for v in report.verdicts
+                             if not v.passed]
+    assert forged(report) == set()
