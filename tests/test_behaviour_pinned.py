@@ -1,6 +1,6 @@
 """The dataset `generate --count 30 --seed 0` writes, and its Hugging Face export, are pinned.
 
-The digests were measured on commit 5f176d9, before the package was restructured (issue 16:
+The digests were first measured on commit 5f176d9, before the package was restructured (issue 16:
 validators and stages as tables, typed store reads); a restructuring that changes what the
 main job produces fails here. `dataset_digest` says what the digests cover and which
 run-to-run differences (run id, start time, check seconds) they mask.
@@ -19,8 +19,11 @@ from taskloom.pipeline.store import RunStore
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 TASKLOOM = [sys.executable, "-m", "taskloom.cli"]
 # Measured on 5f176d9 (two runs, same values): tests/dataset_digest.py on the run and export.
-TASKS_DIGEST = "b4d0afb441be80a70144acca89541ab311403e111e5e9383c874a4579ca60268"
-HF_EXPORT_DIGEST = "0316ad465ded2e608ac4f8410b711cbd6e1ea25c9018ead649742bb208159045"
+# Re-measured for issue 17, whose changes to the tasks are deliberate: every task's tests/
+# now hold the hardened test.sh, its pytest.ini and checks that run git, sqlite3 and
+# agent-written programs isolated; the validation verdicts gain the tamper check.
+TASKS_DIGEST = "e7b003649b7750a8781179dd6d3642efc22dd63c4cc6f6da6f7da0d1d7cb85cd"
+HF_EXPORT_DIGEST = "d3c33f80b36e5e3a450c344e046311d9402298eefd070799878ef79d2b45814b"
 
 
 def test_main_job_dataset_and_hf_export_are_unchanged(tmp_path):

@@ -379,5 +379,6 @@ def test_layered_runtime_gives_every_phase_a_new_sandbox(tmp_path, bwrap_rootfs)
     task, _ = load_task(make_task(tmp_path, "good"))
     with BwrapRuntime(layered=True) as runtime:
         result = runtime.run(plan_trial(task, ValidationConfig())[0])
-        assert result.sandboxes == 1 + 3 and [p.reward for p in result.phases] == [0, 1, 1]
+        # nop, oracle x 2, the combined tamper probe: each in a sandbox of its own.
+        assert result.sandboxes == 1 + 4 and [p.reward for p in result.phases] == [0, 1, 1, 0]
         assert validate_task(task, runtime, ValidationConfig()).accepted

@@ -29,6 +29,13 @@ class Mode(StrEnum):
     STRICT = "strict"
 
 
+class Probes(StrEnum):
+    """How the tamper probes run."""
+
+    COMBINED = "combined"
+    EACH = "each"
+
+
 class RuntimeName(StrEnum):
     """Sandbox runtimes."""
 
@@ -61,6 +68,10 @@ def validate(
                                             "fresh container per phase.")] = Mode.AUTO,
     checks: Annotated[str | None, typer.Option(help=_checks_help(), show_default=False)
                       ] = None,
+    probes: Annotated[Probes, typer.Option(
+        help="Tamper probes: combined: one phase tries every tactic at once (then each "
+             "alone, only when it earned a reward, to name them); each: every probe alone "
+             "(15 phases).")] = Probes.COMBINED,
     report: Annotated[Path, typer.Option(help="Where to write the JSON report.")] = Path(
         "taskloom-validation.json"),
     keep_images: Annotated[bool, typer.Option(help="Keep images built in strict mode.")] = False,
@@ -73,11 +84,11 @@ def validate(
     model: ModelOption = None,
     base_url: BaseUrlOption = None,
 ) -> None:
-    """Prove Harbor tasks work: build → nop (reward 0) → oracle ×R (reward 1) → leakage.
+    """Prove Harbor tasks work: build → nop (0) → oracle ×R (1) → tamper probes (0) → leakage.
 
     Exits 0 only when every task is accepted. Each rejection has a reason code:
-    structure, build, trivial, oracle-fails, flaky, timeout, weak-tests, leak, verifier
-    (and underspecified from the judge).
+    structure, build, trivial, oracle-fails, flaky, timeout, weak-tests, hackable, leak,
+    verifier (and underspecified from the judge).
     """
     from taskloom.config import ValidationConfig
     from taskloom.harbor import find_task_folders
@@ -86,7 +97,7 @@ def validate(
 
     selection = tuple(c.strip() for c in (checks or "").split(",") if c.strip())
     config = ValidationConfig(repeats=repeats, mode=mode.value, checks=selection,
-                              keep_images=keep_images)
+                              probes=probes.value, keep_images=keep_images)
     try:
         chat = _chat(model, base_url)
         folders = find_task_folders(paths)

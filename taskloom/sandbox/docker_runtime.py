@@ -373,8 +373,11 @@ class DockerRuntime:
             reader.join(10)
             capture.feed(f"\n[taskloom: killed after {timeout:.0f} s wall-clock timeout]\n"
                          .encode())
-        info = self.client.api.exec_inspect(exec_id)
-        code = info.get("ExitCode")
+        try:
+            code = self.client.api.exec_inspect(exec_id).get("ExitCode")
+        except docker.errors.NotFound:  # the container stopped, and its execs went with it
+            code = None
+            capture.feed(f"\n[taskloom: {_MAIN_KILLED}]\n".encode())
         return CommandResult(exit_code=-9 if code is None else int(code), timed_out=timed_out,
                              seconds=round(time.monotonic() - started, 4), log=capture.text())
 

@@ -159,7 +159,10 @@ say "a process left running that plants a passing conftest.py when the tests arr
 cat > /var/tmp/.taskloom-hop.py <<'PROBE'
 import os, time
 boot = open("/proc/1/stat").read().rsplit(")", 1)[1].split()[3]
-os.setsid()
+try:
+    os.setsid()
+except OSError:  # already a session leader (started by setsid)
+    pass
 # A name with a newline: a verifier that reads one line of /proc/PID/stat sees PID 1's session.
 open("/proc/self/comm", "w").write("x) S 1 1 %s\n" % boot)
 forks = 0

@@ -1,8 +1,80 @@
 #!/bin/bash
+# The task's verifier (written by taskloom): reward 1 only when every check passes, with
+# nothing the agent left behind taken into account (see the comments below).
+{  # bash reads all of this block before it runs any: rewriting this file meanwhile is moot
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin  # no /usr/local: tools there may be shadows
+say() { echo "verifier: $*"; }
+
+# 1. End every process the agent left: all but this one, its parents, and the container's
+#    own (PID 1 and its children in its session: Harbor's `sh -c "sleep infinity"`; an
+#    agent's command, run by exec, has a session of its own).
+stat_of() {  # the whole file: a process name may hold a newline; no subshell (hot loop)
+  local stat=; { read -r -d '' stat < "/proc/$1/stat"; } 2>/dev/null
+  [ -n "$stat" ] || return 1
+  set -- ${stat##*) }; state=$1; parent=$2; sess=$4; }
+stat_of 1; boot=$sess
+keep=" 1 $$ "
+pid=$$
+while [ "$pid" -gt 1 ] 2>/dev/null && stat_of "$pid"; do
+  pid=$parent
+  keep="$keep$pid "
+done
+sweep() {  # every other process stops at once (a stopped process cannot fork), then the
+  strays=  # agent's are killed and the rest resume; the pids killed are in $strays
+  kill -STOP -1 2>/dev/null
+  for dir in /proc/[0-9]*; do
+    pid=${dir#/proc/}
+    [ "$pid" = $$ ] && continue
+    stat_of "$pid" || continue
+    case "$state" in Z|X) continue ;; esac
+    case "$keep" in *" $pid "*) kill -CONT "$pid" 2>/dev/null; continue ;; esac
+    if [ "$sess" = "$boot" ] && [ "$parent" = 1 ]; then kill -CONT "$pid" 2>/dev/null
+    else kill -KILL "$pid" 2>/dev/null; strays="$strays $pid"; fi
+  done
+}
+clean=
+for round in 1 2 3 4 5; do
+  sweep
+  [ -z "$strays" ] && clean=1 && break
+done
+
 mkdir -p /logs/verifier
-cd /tests
-if python3 -m pytest -q -p no:cacheprovider test_rotation.py; then
-  echo 1 > /logs/verifier/reward.txt
-else
-  echo 0 > /logs/verifier/reward.txt
+chmod go-w /logs/verifier  # the agent's programs the checks run (as nobody) cannot write
+rm -rf /logs/verifier/reward.json /logs/verifier/reward.txt
+reward=0 passed=
+home=$(mktemp -d)  # HOME for the checks: no ~/.gitconfig, ~/.sqliterc or other rc file
+
+# 2. /tests must hold exactly what the task shipped, as regular files.
+shipped=$(printf '%s\n' pytest.ini test.sh test_outputs.py | sort)
+found=$(cd /tests && find . -mindepth 1 -printf '%P\n' | sort)
+strange=$(cd /tests && find . -mindepth 1 ! -type f -printf '%P\n')
+if [ -z "$clean" ]; then
+  say "refusing to judge: processes keep starting outside this verifier:$strays"
+elif [ "$found" != "$shipped" ] || [ -n "$strange" ]; then
+  say "refusing /tests: it holds files the task did not ship:" \
+    $(comm -13 <(echo "$shipped") <(echo "$found")) $strange
+# 3. The checks, isolated from everything the agent could have changed: no site hooks,
+#    no PYTHON*/PYTEST*/GIT* variables, no system or user git config, no rc files.
+elif cd /tests && env -i HOME="$home" LANG=C.UTF-8 PATH="$PATH" GIT_CONFIG_NOSYSTEM=1 \
+    GIT_CONFIG_GLOBAL=/dev/null GIT_ATTR_NOSYSTEM=1 PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 \
+    /usr/bin/python3 -I -S -B -c '
+import sys
+sys.path[:0] = ["/usr/lib/python3/dist-packages"]  # Debian pytest, nothing of /usr/local
+import pytest
+sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", "--noconftest", "-c",
+                      "/tests/pytest.ini", "--rootdir", "/tests", "-o",
+                      "console_output_style=classic", "/tests/test_outputs.py"]))
+' > /logs/verifier/pytest.txt 2>&1; then
+  passed=1
 fi
+sweep  # what a check left running could rewrite the reward: it must leave nothing
+if [ -n "$strays" ]; then say "processes were left running during the checks:$strays"
+elif [ -n "$passed" ]; then reward=1; fi
+[ -f /logs/verifier/pytest.txt ] && cat /logs/verifier/pytest.txt
+rm -rf "$home"
+
+# 4. The reward, last (and only reward.txt: Harbor would read a reward.json first).
+rm -rf /logs/verifier/reward.json
+echo "$reward" > /logs/verifier/reward.txt
+exit 0
+}
