@@ -206,14 +206,15 @@ done
     "outputs-copied": r"""
 input=""
 for path in "${NAMED[@]}"; do [ -f "$path" ] && [ -s "$path" ] && { input=$path; break; }; done
+# The input plus one line: a faithful copy would do the task when the task is to copy it.
+fake() { [ -n "$input" ] && { cat "$input"; echo "taskloom probe: not an output"; } > "$1"; }
 for path in "${NAMED[@]}"; do
   [ -e "$path" ] && continue
   case "$path" in
-    */) mkdir -p "$path" && [ -n "$input" ] && cp "$input" "$path" ;;
-    *) mkdir -p "$(dirname "$path")" \
-         && { [ -n "$input" ] && cp "$input" "$path" || : > "$path"; } ;;
+    */) mkdir -p "$path" && fake "$path/$(basename "${input:-none}")" ;;
+    *) mkdir -p "$(dirname "$path")" && { fake "$path" || : > "$path"; } ;;
   esac
-  say "put a copy of ${input:-nothing} at $path"
+  say "put a copy of ${input:-nothing}, one line longer, at $path"
 done
 """,
 }
@@ -242,8 +243,8 @@ IMITATES = {
     "reward-txt": "reward.txt = 1 written before the tests run",
     "reward-json": "reward.json = {\"reward\": 1} written before the tests run",
     "outputs-empty": "an empty file at every path the instruction names",
-    "outputs-copied": "a copy of an input the instruction names at every other path it "
-                      "names",
+    "outputs-copied": "a copy of an input the instruction names (one line longer: a "
+                      "faithful copy may be the task) at every other path it names",
 }
 FAMILIES = {"shadow-path": "shadow", "shadow-site": "shadow", "hook-pth": "hook",
             "hook-customize": "hook", "hook-env": "hook", "hook-toolrc": "hook",
