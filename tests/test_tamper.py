@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from pathlib import Path
 
 import pytest
 from taskfactory import NAIVE_TEST_SH, UPPERCASE_TEST, make_task
@@ -14,6 +15,7 @@ from trials import Replay, phase
 from taskloom.config import RunConfig, ValidationConfig
 from taskloom.errors import NoDraft
 from taskloom.generators.backends import backend_for
+from taskloom.generators.verifier import CHECKS_FILE, verifier_files
 from taskloom.harbor import read_task_folder, write_task_folder
 from taskloom.models import ReasonCode
 from taskloom.sandbox.trial import SetupResult, TrialResult
@@ -60,6 +62,16 @@ def test_every_probe_is_valid_bash_and_every_family_has_several(tmp_path):
     assert all(len(names) >= 2 for names in families.values())
     assert set(COMBINED_ORDER) == set(PROBE_NAMES) - {"outputs-empty"}
     assert named_paths(task) == ("/app/data.txt", "/app/out.txt")
+
+
+def test_the_example_task_ships_the_verifier_generated_tasks_ship():
+    """The README tells users to copy the example's test.sh and pytest.ini: they must be
+    the hardened ones, byte for byte, with the example's own checks beside them."""
+    folder = Path(__file__).resolve().parents[1] / "examples/tasks/rotate-nginx-logs/tests"
+    shipped = {f.path: f.content for f in verifier_files("") if f.path != CHECKS_FILE}
+    assert sorted(p.name for p in folder.iterdir()) == sorted([*shipped, CHECKS_FILE])
+    for name, content in shipped.items():
+        assert (folder / name).read_bytes() == content, name
 
 
 def test_a_forged_combined_probe_is_followed_by_each_probe_to_name_it(tmp_path):

@@ -43,7 +43,7 @@ from taskloom.sandbox.containers import (
     read_reward,
     tar_files,
 )
-from taskloom.sandbox.driver import Capture
+from taskloom.sandbox.driver import MAIN_KILLED, REWARD_FILES, Capture
 from taskloom.sandbox.driver_plan import ARTIFACTS_DIR, DriverReport, driver_plan, read_report
 from taskloom.sandbox.fast_mode import run_in_place
 from taskloom.sandbox.policy import DRIVER_SOURCE, OUTPUT_LIMIT, sandbox_labels
@@ -60,8 +60,6 @@ from taskloom.sandbox.trial import (
 # PID 1 as Harbor's compose file has it: a shell whose `sleep` child is the container's main
 # command (whatever kills that child stops the container, as under Harbor).
 _SLEEP_FOREVER = ["sh", "-c", "sleep 2147483647"]
-_MAIN_KILLED = ("the container's main process was killed (by the solution or the tests): "
-                "under Harbor the container stops and the trial fails")
 
 
 def _write_driver_archive(driver: bytes, document: dict, archive: IO[bytes]) -> None:
@@ -303,7 +301,7 @@ class DockerRuntime:
                                user=plan.verifier_user)
             if not self._running(container_id):
                 return PhaseResult(name=phase.name, solution=solution, tests=tests,
-                                   reward_error=_MAIN_KILLED)
+                                   reward_error=MAIN_KILLED)
             reward, error = ((None, None) if tests.timed_out
                              else read_reward(self.client, container_id))
             return PhaseResult(name=phase.name, solution=solution, tests=tests, reward=reward,
@@ -355,7 +353,7 @@ class DockerRuntime:
             if exc.status_code != 409:  # 409: the container is no longer running
                 raise
             return CommandResult(exit_code=-1, timed_out=False, seconds=0.0,
-                                 log=f"[taskloom: not run: {_MAIN_KILLED}]")
+                                 log=f"[taskloom: not run: {MAIN_KILLED}]")
         capture = Capture(plan.log_limit)
 
         def pump() -> None:
@@ -377,7 +375,7 @@ class DockerRuntime:
             code = self.client.api.exec_inspect(exec_id).get("ExitCode")
         except docker.errors.NotFound:  # the container stopped, and its execs went with it
             code = None
-            capture.feed(f"\n[taskloom: {_MAIN_KILLED}]\n".encode())
+            capture.feed(f"\n[taskloom: {MAIN_KILLED}]\n".encode())
         return CommandResult(exit_code=-9 if code is None else int(code), timed_out=timed_out,
                              seconds=round(time.monotonic() - started, 4), log=capture.text())
 
@@ -409,7 +407,7 @@ class DockerRuntime:
 _CLEAR_LOGS = ("rm -rf /logs/agent /logs/verifier /logs/artifacts && "
                "mkdir -p /logs/agent /logs/verifier /logs/artifacts && chmod 777 /logs/*")
 # Harbor discards stale rewards before the tests run: what the agent wrote does not count.
-_REMOVE_REWARDS = "rm -f /logs/verifier/reward.json /logs/verifier/reward.txt"
+_REMOVE_REWARDS = "rm -f" + "".join(f" /logs/verifier/{name}" for name in REWARD_FILES)
 
 
 def _shell(script: str) -> list[str]:

