@@ -22,8 +22,8 @@ TASKLOOM = [sys.executable, "-m", "taskloom.cli"]
 # Re-measured for issue 17, whose changes to the tasks are deliberate: every task's tests/
 # now hold the hardened test.sh, its pytest.ini and checks that run git, sqlite3 and
 # agent-written programs isolated; the validation verdicts gain the tamper check.
-TASKS_DIGEST = "e7b003649b7750a8781179dd6d3642efc22dd63c4cc6f6da6f7da0d1d7cb85cd"
-HF_EXPORT_DIGEST = "d3c33f80b36e5e3a450c344e046311d9402298eefd070799878ef79d2b45814b"
+TASKS_DIGEST = "c90d2dd705917cc5b464ff57539e455e3182c1ce9f7e2fa744f3810a8a2f2372"
+HF_EXPORT_DIGEST = "c08044e09c0facb5619ae00a142aea126467e852fd9bfadf802ffc59e17b501a"
 
 
 def test_main_job_dataset_and_hf_export_are_unchanged(tmp_path):

@@ -91,7 +91,7 @@ def test_a_forged_combined_probe_is_followed_by_each_probe_to_name_it(tmp_path):
 
 NAIVE_CATCHES = {  # family -> (how the naive task is made, the probes that must forge it)
     "shadow": ({}, {"shadow-path", "shadow-site"}),
-    "hook": ({}, {"hook-pth", "hook-customize"}),
+    "hook": ({}, {"hook-pth", "hook-customize", "hook-stdlib"}),
     "hook-login": ({"test_sh": LOGIN_TEST_SH}, {"hook-env"}),
     "hook-tools": ({"test_py": SQLITE_TEST}, {"hook-toolrc"}),
     "plant": ({}, {"plant-conftest", "plant-ini"}),

@@ -12,23 +12,26 @@ planted, in this order:
    anything they leave behind), resumes those, and refuses to judge when processes keep
    coming back;
 2. it refuses a /tests that holds anything the task did not ship (a planted conftest.py
-   or pytest.ini): reward 0;
+   or pytest.ini), and files Python reads at start-up whatever its flags
+   (/usr/lib/python3*.zip, pyvenv.cfg, ._pth) or /etc/ld.so.preload: reward 0; /tests
+   becomes private to root, so a program of the agent's that a check runs (as nobody)
+   cannot read the expected values;
 3. it runs the checks with /usr/bin/python3 isolated (`-I -S -B`: no site-packages, so
    no .pth, sitecustomize, usercustomize or fake packages from /usr/local), in an empty
    environment (no PYTHON* or PYTEST* variables), with PATH without /usr/local, Debian's
    own pytest, no plugin autoload, no conftest, and the ini file it ships; HOME is a new
    empty directory and git reads no system or global config (no ~/.sqliterc `.system`,
-   no /etc/gitconfig fsmonitor); git checks also ignore the repository's own config
-   (`checks.HEADER`);
+   no /etc/gitconfig fsmonitor); git checks also ignore the repository's own config and
+   never enter submodules (`checks.HEADER`);
 4. it ends what the checks left running (nothing, unless a check ran a program the
    agent wrote), then writes the reward last: 1 only when every check passed.
 
 Each defeats a family of `taskloom.validators.probes`. What no shared verifier can stop
-(the agent is root in the environment the checks run in: it can rewrite /usr/bin/python3
-or bash in place, ptrace the container's own processes, or rewrite /tests/test.sh between
-the upload and its start) a separate verifier environment does: `RunConfig.verifier =
-"separate"` writes tasks whose tests run in a fresh copy of the environment that receives
-only the outputs the checks read.
+(the agent is root in the environment the checks run in: it can rewrite /usr/bin/python3,
+bash, a library or a cached .pyc of the stdlib or pytest in place, ptrace the container's
+own processes, or rewrite /tests/test.sh between the upload and its start) a separate
+verifier environment does: `RunConfig.verifier = "separate"` writes tasks whose tests run
+in a fresh copy of the environment that receives only the outputs the checks read.
 """
 
 from __future__ import annotations
@@ -81,6 +84,7 @@ done
 
 mkdir -p /logs/verifier
 chmod go-w /logs/verifier  # the agent's programs the checks run (as nobody) cannot write
+chmod -R go-rwx /tests  # ...nor read the expected values out of the checks
 rm -rf /logs/verifier/reward.json /logs/verifier/reward.txt
 reward=0 passed=
 home=$(mktemp -d)  # HOME for the checks: no ~/.gitconfig, ~/.sqliterc or other rc file
@@ -94,6 +98,11 @@ if [ -z "$clean" ]; then
 elif [ "$found" != "$shipped" ] || [ -n "$strange" ]; then
   say "refusing /tests: it holds files the task did not ship:" \\
     $(comm -13 <(echo "$shipped") <(echo "$found")) $strange
+# Files Python reads at start-up whatever its flags (a stdlib zip first on sys.path, a
+# venv or ._pth file beside the interpreter) and the loader's preload list: none in Debian.
+elif startup=$(ls -d /usr/lib/python3*.zip /usr/bin/pyvenv.cfg /usr/pyvenv.cfg \\
+      /usr/bin/python3*._pth /etc/ld.so.preload 2>/dev/null || :); [ -n "$startup" ]; then
+  say "refusing to judge: start-up files planted for the interpreter:" $startup
 # 3. The checks, isolated from everything the agent could have changed: no site hooks,
 #    no PYTHON*/PYTEST*/GIT* variables, no system or user git config, no rc files.
 elif cd /tests && env -i HOME="$home" LANG=C.UTF-8 PATH="$PATH" GIT_CONFIG_NOSYSTEM=1 \\

@@ -27,6 +27,7 @@ from taskloom.sandbox.trial import (
 
 ARTIFACTS_DIR = "/logs/artifacts"  # Harbor's convention: always carried to the verifier
 
+
 class DriverReport(Frozen):
     """What one run of the in-sandbox driver reports: setup, the phases it ran, leaks."""
 

@@ -5,7 +5,7 @@ run in the same environment, as Harbor runs a trial (a separate verifier environ
 only the task's artifacts, as Harbor gives it). By default one phase tries every tactic
 at once (`validation.probes = "combined"`: one extra phase per task); when it earns a
 reward, a second trial runs each probe alone to name the ones that forge it.
-`validation.probes = "each"` runs every probe alone from the start (15 phases): for a
+`validation.probes = "each"` runs every probe alone from the start (16 phases): for a
 foreign verifier one tactic could, in principle, hide another that works alone.
 """
 

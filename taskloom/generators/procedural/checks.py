@@ -81,6 +81,11 @@ def _git(repo, args):
         Path(data, "config").write_text(GIT_CONFIG)
         env = {"GIT_DIR": data, "GIT_WORK_TREE": repo, "GIT_CONFIG_NOSYSTEM": "1",
                "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_ATTR_NOSYSTEM": "1", "HOME": scratch,
+               # Config from the environment outranks every file, a submodule's own too (a
+               # submodule the agent staged would otherwise run its config's fsmonitor).
+               "GIT_CONFIG_COUNT": "2", "GIT_CONFIG_KEY_0": "diff.ignoreSubmodules",
+               "GIT_CONFIG_VALUE_0": "all", "GIT_CONFIG_KEY_1": "core.fsmonitor",
+               "GIT_CONFIG_VALUE_1": "false",
                "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
         done = subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True,
                               text=True, timeout=60)

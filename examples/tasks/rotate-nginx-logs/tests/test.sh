@@ -40,6 +40,7 @@ done
 
 mkdir -p /logs/verifier
 chmod go-w /logs/verifier  # the agent's programs the checks run (as nobody) cannot write
+chmod -R go-rwx /tests  # ...nor read the expected values out of the checks
 rm -rf /logs/verifier/reward.json /logs/verifier/reward.txt
 reward=0 passed=
 home=$(mktemp -d)  # HOME for the checks: no ~/.gitconfig, ~/.sqliterc or other rc file
@@ -53,6 +54,11 @@ if [ -z "$clean" ]; then
 elif [ "$found" != "$shipped" ] || [ -n "$strange" ]; then
   say "refusing /tests: it holds files the task did not ship:" \
     $(comm -13 <(echo "$shipped") <(echo "$found")) $strange
+# Files Python reads at start-up whatever its flags (a stdlib zip first on sys.path, a
+# venv or ._pth file beside the interpreter) and the loader's preload list: none in Debian.
+elif startup=$(ls -d /usr/lib/python3*.zip /usr/bin/pyvenv.cfg /usr/pyvenv.cfg \
+      /usr/bin/python3*._pth /etc/ld.so.preload 2>/dev/null || :); [ -n "$startup" ]; then
+  say "refusing to judge: start-up files planted for the interpreter:" $startup
 # 3. The checks, isolated from everything the agent could have changed: no site hooks,
 #    no PYTHON*/PYTEST*/GIT* variables, no system or user git config, no rc files.
 elif cd /tests && env -i HOME="$home" LANG=C.UTF-8 PATH="$PATH" GIT_CONFIG_NOSYSTEM=1 \
