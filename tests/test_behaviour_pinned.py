@@ -22,8 +22,8 @@ TASKLOOM = [sys.executable, "-m", "taskloom.cli"]
 # Re-measured for issue 17, whose changes to the tasks are deliberate: every task's tests/
 # now hold the hardened test.sh, its pytest.ini and checks that run git, sqlite3 and
 # agent-written programs isolated; the validation verdicts gain the tamper check.
-TASKS_DIGEST = "c90d2dd705917cc5b464ff57539e455e3182c1ce9f7e2fa744f3810a8a2f2372"
-HF_EXPORT_DIGEST = "c08044e09c0facb5619ae00a142aea126467e852fd9bfadf802ffc59e17b501a"
+TASKS_DIGEST = "c1349f8f8fe20f7c4ec3efc8bf941c0f5fb348eb000b773e049113b0d6d3bf37"
+HF_EXPORT_DIGEST = "b72d236b48592bc13755ae83cf6dcf25f6d8d3beee71edec69866203d22fb327"
 
 
 def test_main_job_dataset_and_hf_export_are_unchanged(tmp_path):

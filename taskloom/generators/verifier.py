@@ -63,8 +63,10 @@ while [ "$pid" -gt 1 ] 2>/dev/null && stat_of "$pid"; do
   pid=$parent
   keep="$keep$pid "
 done
+killed=" "
 sweep() {{  # every other process stops at once (a stopped process cannot fork), then the
-  strays=  # agent's are killed and the rest resume; the pids killed are in $strays
+  strays= dying=  # agent's are killed and the rest resume: $strays are the pids first
+  # killed now, $dying those killed before that have not finished dying yet
   kill -STOP -1 2>/dev/null
   for dir in /proc/[0-9]*; do
     pid=${{dir#/proc/}}
@@ -73,13 +75,19 @@ sweep() {{  # every other process stops at once (a stopped process cannot fork),
     case "$state" in Z|X) continue ;; esac
     case "$keep" in *" $pid "*) kill -CONT "$pid" 2>/dev/null; continue ;; esac
     if [ "$sess" = "$boot" ] && [ "$parent" = 1 ]; then kill -CONT "$pid" 2>/dev/null
-    else kill -KILL "$pid" 2>/dev/null; strays="$strays $pid"; fi
+    else
+      kill -KILL "$pid" 2>/dev/null
+      case "$killed" in *" $pid "*) dying="$dying $pid" ;;
+        *) killed="$killed$pid "; strays="$strays $pid" ;; esac
+    fi
   done
 }}
-clean=
-for round in 1 2 3 4 5; do
+clean= starts=0
+for round in $(seq 100); do  # a killed process may take a moment to go (a busy host)
   sweep
-  [ -z "$strays" ] && clean=1 && break
+  [ -z "$strays$dying" ] && clean=1 && break
+  if [ -n "$strays" ]; then starts=$((starts + 1)); [ "$starts" -ge 5 ] && break
+  else sleep 0.01; fi
 done
 
 mkdir -p /logs/verifier

@@ -242,6 +242,7 @@ def kill_strays():
         reap()
         if not alive:
             return True
+        time.sleep(0.005)  # a killed process may take a moment to go on a busy host
     return False
 
 
