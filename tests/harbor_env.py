@@ -47,6 +47,8 @@ def harbor_bin() -> Path:
     venv = CACHE / f"harbor-{HARBOR_VERSION}"
     command = venv / "bin" / "harbor"
     if not command.exists():
+        # An install killed half-way leaves a venv without pip, which `venv` does not mend.
+        shutil.rmtree(venv, ignore_errors=True)
         subprocess.run([python312(), "-m", "venv", str(venv)], check=True)
         subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--disable-pip-version-check",
                         f"harbor=={HARBOR_VERSION}"], check=True)

@@ -21,9 +21,11 @@ TASKLOOM = [sys.executable, "-m", "taskloom.cli"]
 # Measured on 5f176d9 (two runs, same values): tests/dataset_digest.py on the run and export.
 # Re-measured for issue 17, whose changes to the tasks are deliberate: every task's tests/
 # now hold the hardened test.sh, its pytest.ini and checks that run git, sqlite3 and
-# agent-written programs isolated; the validation verdicts gain the tamper check.
-TASKS_DIGEST = "c1349f8f8fe20f7c4ec3efc8bf941c0f5fb348eb000b773e049113b0d6d3bf37"
-HF_EXPORT_DIGEST = "b72d236b48592bc13755ae83cf6dcf25f6d8d3beee71edec69866203d22fb327"
+# agent-written programs isolated; the validation verdicts gain the tamper check. Then its
+# test.sh refuses Python, glibc-converter and loader files changed after the container
+# started, and a Python library or pytest found anywhere but where Debian puts them.
+TASKS_DIGEST = "735e5e7b4d8f3139862e59c512a327e1a45d6842631613790bf8124c36a27671"
+HF_EXPORT_DIGEST = "da1d6ed28c81f50c7bb1e0d8e9d9b8e272f07a081bad77f4f4f047a230ae8a01"
 
 
 def test_main_job_dataset_and_hf_export_are_unchanged(tmp_path):

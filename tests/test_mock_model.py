@@ -268,7 +268,8 @@ def test_cli_generates_verified_tasks_with_the_mock(tmp_path, backend):
         assert 'model = "mock"' in toml and f'generator = "{backend}/1"' in toml
     checks = passed_checks(out)
     assert len(checks) == 2
-    assert all({"structure", "build", "nop", "oracle", "leakage"} <= c for c in checks.values())
+    assert all({"structure", "build", "nop", "oracle", "tamper", "leakage"} <= c
+               for c in checks.values())
     if backend == "llm":  # the mock's drafts have one step per skill: mutations ran somewhere
         assert any("mutations" in c for c in checks.values())
 

@@ -23,6 +23,7 @@ from taskloom.validators.engine import validate_task
 from taskloom.validators.probes import (
     COMBINED_ORDER,
     FAMILIES,
+    IMITATES,
     PROBE_NAMES,
     named_paths,
     probes_for,
@@ -64,6 +65,12 @@ def test_every_probe_is_valid_bash_and_every_family_has_several(tmp_path):
     assert named_paths(task) == ("/app/data.txt", "/app/out.txt")
 
 
+def test_the_readme_probe_table_is_the_library():
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    rows = dict(re.findall(r"^\| ([a-z]+-[a-z]+) \| (.+) \|$", readme, re.M))
+    assert rows == IMITATES
+
+
 def test_the_example_task_ships_the_verifier_generated_tasks_ship():
     """The README tells users to copy the example's test.sh and pytest.ini: they must be
     the hardened ones, byte for byte, with the example's own checks beside them."""
@@ -87,11 +94,25 @@ def test_a_forged_combined_probe_is_followed_by_each_probe_to_name_it(tmp_path):
     assert forged(report) == {"plant-ini"}
 
 
+def test_a_probe_that_leaves_no_readable_reward_earns_nothing_and_the_report_says_why(
+        tmp_path):
+    task = read_task_folder(make_task(tmp_path, "good"))
+    broken = "reward.json is not valid JSON: Expecting value: line 1 column 1 (char 0)"
+    runtime = Replay(TrialResult(setup=SetupResult(ok=True), phases=(
+        phase(None, name="tamper-all-at-once", error=broken),)))
+    report = validate_task(task, runtime, ValidationConfig(checks=("tamper",)))
+    (tamper,) = [v for v in report.verdicts if v.check == "tamper"]
+    assert tamper.passed and len(runtime.plans) == 1  # no reward: nothing to name
+    assert "1 wrote no readable reward (tamper-all-at-once: reward.json is not valid" \
+        in tamper.details
+    assert broken in tamper.log
+
+
 # -- against the real engine ---------------------------------------------------------------
 
 NAIVE_CATCHES = {  # family -> (how the naive task is made, the probes that must forge it)
-    "shadow": ({}, {"shadow-path", "shadow-site"}),
-    "hook": ({}, {"hook-pth", "hook-customize", "hook-stdlib"}),
+    "shadow": ({}, {"shadow-path", "shadow-site", "shadow-stdlib"}),
+    "hook": ({}, {"hook-pth", "hook-customize", "hook-stdlib", "hook-pycache"}),
     "hook-login": ({"test_sh": LOGIN_TEST_SH}, {"hook-env"}),
     "hook-tools": ({"test_py": SQLITE_TEST}, {"hook-toolrc"}),
     "plant": ({}, {"plant-conftest", "plant-ini"}),

@@ -71,7 +71,7 @@ def validate(
     probes: Annotated[Probes, typer.Option(
         help="Tamper probes: combined: one phase tries every tactic at once (then each "
              "alone, only when it earned a reward, to name them); each: every probe alone "
-             "(16 phases).")] = Probes.COMBINED,
+             "(18 phases).")] = Probes.COMBINED,
     report: Annotated[Path, typer.Option(help="Where to write the JSON report.")] = Path(
         "taskloom-validation.json"),
     keep_images: Annotated[bool, typer.Option(help="Keep images built in strict mode.")] = False,

@@ -17,7 +17,9 @@ planted, in this order:
    becomes private to root, so a program of the agent's that a check runs (as nobody)
    cannot read the expected values;
 3. it runs the checks with /usr/bin/python3 isolated (`-I -S -B`: no site-packages, so
-   no .pth, sitecustomize, usercustomize or fake packages from /usr/local), in an empty
+   no .pth, sitecustomize, usercustomize or fake packages from /usr/local), the standard
+   library searched first and only where Debian puts it (a build-tree pybuilddir.txt
+   that moves it is refused), then Debian's pytest and no other, in an empty
    environment (no PYTHON* or PYTEST* variables), with PATH without /usr/local, Debian's
    own pytest, no plugin autoload, no conftest, and the ini file it ships; HOME is a new
    empty directory and git reads no system or global config (no ~/.sqliterc `.system`,
@@ -26,9 +28,14 @@ planted, in this order:
 4. it ends what the checks left running (nothing, unless a check ran a program the
    agent wrote), then writes the reward last: 1 only when every check passed.
 
-Each defeats a family of `taskloom.validators.probes`. What no shared verifier can stop
-(the agent is root in the environment the checks run in: it can rewrite /usr/bin/python3,
-bash, a library or a cached .pyc of the stdlib or pytest in place, ptrace the container's
+Before the checks it also refuses any file of Python (/usr/bin/python3*, /usr/lib/python3*:
+the stdlib and Debian's dist-packages with pytest), of glibc's charset converters and
+locales, or of the loader's and NSS's configuration created or changed after the container
+started (a change time cannot be set back): a new module where an import looks first, a
+file or a .pyc rewritten in place, a planted UTF-8 converter. Each step defeats a family
+of `taskloom.validators.probes`.
+What no shared verifier can stop (the agent is root in the environment the checks run
+in: it can rewrite bash, find, a library or another tool in place, ptrace the container's
 own processes, or rewrite /tests/test.sh between the upload and its start) a separate
 verifier environment does: `RunConfig.verifier = "separate"` writes tasks whose tests run
 in a fresh copy of the environment that receives only the outputs the checks read.
@@ -111,14 +118,39 @@ elif [ "$found" != "$shipped" ] || [ -n "$strange" ]; then
 elif startup=$(ls -d /usr/lib/python3*.zip /usr/bin/pyvenv.cfg /usr/pyvenv.cfg \\
       /usr/bin/python3*._pth /etc/ld.so.preload 2>/dev/null || :); [ -n "$startup" ]; then
   say "refusing to judge: start-up files planted for the interpreter:" $startup
+# Files of Python (interpreter, stdlib, Debian's dist-packages with pytest), of glibc's
+# charset converters and locales (Python decodes its arguments through them: a planted
+# UTF-8 converter runs code in it) and of the loader's and NSS's configuration created or
+# changed since the container started: a module planted where an import looks first
+# (tarfile.py, an argparse/ package, an `org` package copy.py tries), a file rewritten in
+# place, a poisoned __pycache__ .pyc (Python loads one `-B` or not), a cache preferring a
+# planted library. A change time cannot be set back; the image's files predate PID 1.
+elif {{ read -r -d '' first < /proc/1/stat; }} 2>/dev/null; set -- ${{first##*) }}
+    started=$(( $(sed -n 's/^btime //p' /proc/stat) + ${{20}} / $(getconf CLK_TCK) ))
+    changed=$(find /usr/bin/python3* /usr/lib/python3* /usr/lib/*/gconv /usr/lib/locale \\
+      /etc/ld.so.cache /etc/ld.so.conf /etc/ld.so.conf.d /etc/nsswitch.conf \\
+      -xdev ! -type d -newerct "@$started" -print 2>/dev/null | head -5); [ -n "$changed" ]
+then
+  say "refusing to judge: files of Python, glibc or the loader changed after the start:" \\
+    $changed
 # 3. The checks, isolated from everything the agent could have changed: no site hooks,
 #    no PYTHON*/PYTEST*/GIT* variables, no system or user git config, no rc files.
 elif cd /tests && env -i HOME="$home" LANG=C.UTF-8 PATH="$PATH" GIT_CONFIG_NOSYSTEM=1 \\
     GIT_CONFIG_GLOBAL=/dev/null GIT_ATTR_NOSYSTEM=1 PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 \\
     /usr/bin/python3 -I -S -B -c '
 import sys
-sys.path[:0] = ["/usr/lib/python3/dist-packages"]  # Debian pytest, nothing of /usr/local
+# The library where Debian puts it (no build-tree pybuilddir.txt or Modules/ moved it),
+# then Debian pytest (nothing of /usr/local), and pytest found there.
+version = "%d.%d" % sys.version_info[:2]
+library = ["/usr/lib/python%s.zip" % version.replace(".", ""), "/usr/lib/python" + version,
+           "/usr/lib/python%s/lib-dynload" % version]
+if sys.path != library or sys.prefix != "/usr" or sys.exec_prefix != "/usr":
+    sys.exit("verifier: refusing to judge: Python looks for its library elsewhere: %s"
+             % sys.path)
+sys.path.append("/usr/lib/python3/dist-packages")
 import pytest
+if not pytest.__file__.startswith("/usr/lib/python3/dist-packages/"):
+    sys.exit("verifier: refusing to judge: pytest is not Debian pytest: " + pytest.__file__)
 sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", "--noconftest", "-c",
                       "/tests/{INI_FILE}", "--rootdir", "/tests", "-o",
                       "console_output_style=classic", "/tests/{CHECKS_FILE}"]))

@@ -51,7 +51,9 @@ HOLD_DIR = "/.taskloom/moved"
 HARBOR_DIRS = ("/logs/agent", "/logs/verifier", "/logs/artifacts")
 REWARD_FILES = ("reward.json", "reward.txt")
 ARTIFACT_BYTES_LIMIT = 256 << 20
-READ_DELAY_SEC = 0.2
+# Harbor uploads /tests, then starts test.sh, then copies /logs/verifier out: each step a
+# round trip to the engine, while whatever the agent left running goes on.
+ROUND_TRIP_SEC = 0.2
 MAIN_KILLED = ("the container's main process was killed (by the solution or the tests): "
                "under Harbor the container stops and the trial fails")
 # Wait after a snapshot or reset so that later changes get a new ctime (see Snapshot).
@@ -124,12 +126,16 @@ def run_command(argv, *, timeout, cwd, env, user, log_limit, stdin_data=None):
     deadline = started + timeout
     timed_out = False
     exited_at = None
+    reaped = started
     while True:
         now = time.monotonic()
         if now >= deadline:
             timed_out = proc.poll() is None
             break
         ready, _, _ = select.select([fd], [], [], min(0.05, deadline - now))
+        if now >= reaped + 0.01:
+            reap_orphans((proc.pid, Keeper.pid()))
+            reaped = now
         if ready:
             data = os.read(fd, 65536)
             if not data:
@@ -244,6 +250,35 @@ def kill_strays():
             return True
         time.sleep(0.005)  # a killed process may take a moment to go on a busy host
     return False
+
+
+def reap_orphans(keep):
+    """Collect exited children but `keep` (whose status their Popen reads), as an init does.
+
+    What a phase leaves running is re-parented here (PID 1) when its parent exits; a
+    process that forks and exits in a loop would otherwise fill the pids limit with
+    zombies until test.sh could not start.
+    """
+    me = os.getpid()
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) in keep:
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] == b"Z" and int(fields[1]) == me:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(int(name), os.WNOHANG)
+
+
+def linger(seconds):
+    """Let what a phase left running run on for `seconds`, reaping its orphans."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        reap_orphans((Keeper.pid(),))
+        time.sleep(0.01)
 
 
 def reap():
@@ -863,6 +898,8 @@ def run_phase(plan, phase, env, snapshot=None):
         restore_artifacts(carried)
     remove_rewards()
     put_files("/tests", plan["tests"])
+    if strays():
+        linger(ROUND_TRIP_SEC)  # what the agent left sees the tests before they start
     tests_env = dict(env)
     tests_env.update(plan["verifier_env"])
     result["tests"] = run_command(shell_for("/tests/test.sh"), timeout=plan["tests_timeout"],
@@ -874,9 +911,7 @@ def run_phase(plan, phase, env, snapshot=None):
         return result
     if not result["tests"]["timed_out"]:
         if strays():
-            # Harbor reads the reward a round trip after test.sh ends (it copies
-            # /logs/verifier out); what the agent left running still runs meanwhile.
-            time.sleep(READ_DELAY_SEC)
+            linger(ROUND_TRIP_SEC)  # ...and the reward files before they are read
         result["reward"], result["reward_error"] = read_reward()
     return result
 

@@ -5,7 +5,7 @@ run in the same environment, as Harbor runs a trial (a separate verifier environ
 only the task's artifacts, as Harbor gives it). By default one phase tries every tactic
 at once (`validation.probes = "combined"`: one extra phase per task); when it earns a
 reward, a second trial runs each probe alone to name the ones that forge it.
-`validation.probes = "each"` runs every probe alone from the start (16 phases): for a
+`validation.probes = "each"` runs every probe alone from the start (18 phases): for a
 foreign verifier one tactic could, in principle, hide another that works alone.
 """
 
@@ -61,10 +61,18 @@ class TamperCheck:
         forged = _forged(alone) or _forged(phases)
         spent = seconds(*phases)
         if not forged:
+            unread = [p for p in phases if p.reward is None]
+            # No readable reward is no reward (Harbor errs such a trial rather than score
+            # it), but the report says which probe only broke the verifier, and how.
+            note = (f"; {len(unread)} wrote no readable reward ({unread[0].name}: "
+                    f"{unread[0].reward_error or 'the phase ended early'})" if unread else "")
             return Verdict(check=self.name, passed=True, seconds=spent,
-                           details=f"{len(phases)} tamper probe phase(s) earned reward 0 "
+                           log=phase_log(unread[0]) if unread else "",
+                           details=f"{len(phases)} tamper probe phase(s) earned "
+                                   f"{'no reward' if unread else 'reward 0'} "
                                    "(shadowed tools, start-up hooks, planted files, "
-                                   "lingering processes, pre-written rewards, fake outputs)")
+                                   "lingering processes, pre-written rewards, fake outputs)"
+                                   + note)
         names = ", ".join(p.name.removeprefix(f"{PREFIX}-") for p in forged)
         rewards = ", ".join(f"{p.reward:g}" for p in forged)
         return Verdict(check=self.name, passed=False, reason=ReasonCode.HACKABLE,
