@@ -52,8 +52,11 @@ HARBOR_DIRS = ("/logs/agent", "/logs/verifier", "/logs/artifacts")
 REWARD_FILES = ("reward.json", "reward.txt")
 ARTIFACT_BYTES_LIMIT = 256 << 20
 # Harbor uploads /tests, then starts test.sh, then copies /logs/verifier out: each step a
-# round trip to the engine, while whatever the agent left running goes on.
-ROUND_TRIP_SEC = 0.2
+# round trip to the engine, while whatever the agent left running goes on. (The read waits
+# longer: a writer left behind may be slow to wake on a busy host, and only tasks whose
+# tests leave it running pay for that.)
+UPLOAD_GAP_SEC = 0.05
+READ_GAP_SEC = 0.2
 MAIN_KILLED = ("the container's main process was killed (by the solution or the tests): "
                "under Harbor the container stops and the trial fails")
 # Wait after a snapshot or reset so that later changes get a new ctime (see Snapshot).
@@ -899,7 +902,7 @@ def run_phase(plan, phase, env, snapshot=None):
     remove_rewards()
     put_files("/tests", plan["tests"])
     if strays():
-        linger(ROUND_TRIP_SEC)  # what the agent left sees the tests before they start
+        linger(UPLOAD_GAP_SEC)  # what the agent left sees the tests before they start
     tests_env = dict(env)
     tests_env.update(plan["verifier_env"])
     result["tests"] = run_command(shell_for("/tests/test.sh"), timeout=plan["tests_timeout"],
@@ -911,7 +914,7 @@ def run_phase(plan, phase, env, snapshot=None):
         return result
     if not result["tests"]["timed_out"]:
         if strays():
-            linger(ROUND_TRIP_SEC)  # ...and the reward files before they are read
+            linger(READ_GAP_SEC)  # ...and the reward files before they are read
         result["reward"], result["reward_error"] = read_reward()
     return result
 
