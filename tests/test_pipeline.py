@@ -16,7 +16,7 @@ import pytest
 
 from taskloom.config import load_run_config
 from taskloom.errors import ConfigError, InfrastructureError
-from taskloom.pipeline.runner import Runner
+from taskloom.pipeline.runner import Runner, ctrl_c_between_steps
 from taskloom.pipeline.store import RunStore
 
 TASKLOOM = [sys.executable, "-m", "taskloom.cli"]
@@ -157,6 +157,20 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
     leftovers = subprocess.run(["docker", "ps", "-aq", "--filter", "label=taskloom.sandbox"],
                                capture_output=True, text=True).stdout.split()
     assert not [c for c in leftovers if _owned_by(c, process.pid)]
+
+
+def test_first_ctrl_c_waits_for_a_step_boundary_even_inside_a_duckdb_query():
+    """A Ctrl-C inside a DuckDB query became "RuntimeError: Query interrupted" (exit 1)."""
+    db = duckdb.connect()
+    with ctrl_c_between_steps() as ctrl_c:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)  # the handler runs between bytecodes
+        assert db.execute("SELECT count(*) FROM range(1000)").fetchone() == (1000,)
+        assert ctrl_c.is_set()
+        with pytest.raises(KeyboardInterrupt):  # the second one stops at once
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 def _owned_by(container: str, pid: int) -> bool:

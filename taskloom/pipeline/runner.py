@@ -11,9 +11,13 @@ produces exactly the dataset of an uninterrupted one.
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,6 +103,7 @@ class Runner:
         self.infra_errors: Counter[Stage] = Counter()  # consecutive, by stage
         self.coverage = CoverageTracker()
         self.coverage_before = 0
+        self.ctrl_c = threading.Event()  # set by the first Ctrl-C of a run
 
     def run(self) -> RunSummary:
         """Run to completion; KeyboardInterrupt stops cleanly (the store says how far)."""
@@ -130,7 +135,8 @@ class Runner:
             try:
                 self.corpus_filter = CorpusFilter(diversity, store, embedder)
                 self.exporter = Exporter(self.directory, store)
-                self._loop()
+                with ctrl_c_between_steps() as self.ctrl_c:
+                    self._loop()
             except KeyboardInterrupt:
                 status = "interrupted"
                 self.executor.shutdown(cancel=True)
@@ -155,6 +161,8 @@ class Runner:
         config = self.config
         window = max(4, 3 * config.workers)
         while True:
+            if self.ctrl_c.is_set():
+                raise KeyboardInterrupt
             while (self.exported < config.count and len(self.items) < window
                    and self.next_index < config.item_limit
                    and self._may_plan(self.next_index)):
@@ -316,3 +324,28 @@ def stored_config(out: Path) -> dict | None:
     with directory.open(read_only=True) as store:
         run = store.run()
     return run.config if run is not None else None
+
+
+@contextlib.contextmanager
+def ctrl_c_between_steps() -> Iterator[threading.Event]:
+    """The first Ctrl-C sets an event the loop obeys between steps; a second one stops now.
+
+    Python's default raises KeyboardInterrupt wherever the driver is, and inside a DuckDB
+    query DuckDB turns it into "RuntimeError: Query interrupted": the run then ended as
+    failed (exit 1) instead of interrupted (exit 130). Off the main thread (a runner
+    driven by a test's thread) signals cannot be caught, and the default stays.
+    """
+    event = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield event
+        return
+
+    def first(signum, frame) -> None:
+        event.set()
+        signal.signal(signal.SIGINT, previous)
+
+    previous = signal.signal(signal.SIGINT, first)
+    try:
+        yield event
+    finally:
+        signal.signal(signal.SIGINT, previous)
