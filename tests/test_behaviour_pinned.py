@@ -23,9 +23,11 @@ TASKLOOM = [sys.executable, "-m", "taskloom.cli"]
 # now hold the hardened test.sh, its pytest.ini and checks that run git, sqlite3 and
 # agent-written programs isolated; the validation verdicts gain the tamper check. Then its
 # test.sh refuses Python, glibc-converter and loader files changed after the container
-# started, and a Python library or pytest found anywhere but where Debian puts them.
-TASKS_DIGEST = "735e5e7b4d8f3139862e59c512a327e1a45d6842631613790bf8124c36a27671"
-HF_EXPORT_DIGEST = "da1d6ed28c81f50c7bb1e0d8e9d9b8e272f07a081bad77f4f4f047a230ae8a01"
+# started, and a Python library or pytest found anywhere but where Debian puts them. Then
+# checks of owners and accounts read /etc/passwd and /etc/group themselves and want one
+# entry per name and per id (an alias line the agent put first forged chown_tree).
+TASKS_DIGEST = "a33913e99cfc835255323e2f2c05aa9716c9949dff15c05597a04586b311cad5"
+HF_EXPORT_DIGEST = "5e71a6ad3a22cd2dd4a0c760adf510f0c9872db36f89e29764ee5f85ce6d5ac8"
 
 
 def test_main_job_dataset_and_hf_export_are_unchanged(tmp_path):

@@ -15,6 +15,7 @@ from trials import Replay, phase
 from taskloom.config import RunConfig, ValidationConfig
 from taskloom.errors import NoDraft
 from taskloom.generators.backends import backend_for
+from taskloom.generators.procedural.backend import blueprint_for
 from taskloom.generators.verifier import CHECKS_FILE, verifier_files
 from taskloom.harbor import read_task_folder, write_task_folder
 from taskloom.models import ReasonCode
@@ -37,6 +38,17 @@ SQLITE_TEST = UPPERCASE_TEST.replace("from pathlib", "import subprocess\nfrom pa
     "    done = subprocess.run(['sqlite3', ':memory:', 'select 6*7'], capture_output=True,\n"
     "                          text=True, check=True)\n"
     "    assert done.stdout.strip().endswith('42')\n")
+# Owners checked through the account database, as many tests do: by the id's name, or by
+# the name's id.
+OWNER_TASK = {
+    "instruction": "Create a system account `svc-app` and make it the owner of /app/data.txt.\n",
+    "solve": "#!/bin/bash\nuseradd --system svc-app && chown svc-app /app/data.txt\n"}
+OWNER_BY_ID = ("import os, pwd\n\n\ndef test_owner():\n"
+               "    owner = pwd.getpwuid(os.stat('/app/data.txt').st_uid).pw_name\n"
+               "    assert owner == 'svc-app'\n")
+OWNER_BY_NAME = ("import os, pwd\n\n\ndef test_owner():\n"
+                 "    uid = pwd.getpwnam('svc-app').pw_uid\n"
+                 "    assert os.stat('/app/data.txt').st_uid == uid\n")
 # A login shell reads /etc/profile: what hook-env writes there then reaches pytest.
 LOGIN_TEST_SH = NAIVE_TEST_SH.replace("#!/bin/bash\n", "#!/bin/bash -l\n", 1)
 
@@ -59,9 +71,10 @@ def test_every_probe_is_valid_bash_and_every_family_has_several(tmp_path):
     families = {}
     for name in PROBE_NAMES:
         families.setdefault(FAMILIES[name], []).append(name)
-    assert sorted(families) == ["hook", "linger", "outputs", "plant", "reward", "shadow"]
+    assert sorted(families) == ["accounts", "hook", "linger", "outputs", "plant", "reward",
+                                "shadow"]
     assert all(len(names) >= 2 for names in families.values())
-    assert set(COMBINED_ORDER) == set(PROBE_NAMES) - {"outputs-empty"}
+    assert set(COMBINED_ORDER) == set(PROBE_NAMES) - {"outputs-empty", "accounts-append"}
     assert named_paths(task) == ("/app/data.txt", "/app/out.txt")
 
 
@@ -118,6 +131,8 @@ NAIVE_CATCHES = {  # family -> (how the naive task is made, the probes that must
     "plant": ({}, {"plant-conftest", "plant-ini"}),
     "linger": ({}, {"linger-reward", "linger-plant", "linger-hop"}),
     "outputs": ({"test_py": EXISTS_ONLY}, {"outputs-empty", "outputs-copied"}),
+    "accounts-by-id": ({"test_py": OWNER_BY_ID, **OWNER_TASK}, {"accounts-first"}),
+    "accounts-by-name": ({"test_py": OWNER_BY_NAME, **OWNER_TASK}, {"accounts-append"}),
 }
 
 
@@ -157,3 +172,31 @@ def test_generated_tasks_withstand_every_probe(tmp_path, validate, seed, verifie
     assert report.accepted, [(v.check, v.reason, v.details) for v in report.verdicts
                              if not v.passed]
     assert forged(report) == set()
+
+
+# The agent is root: it may write the account files. A second entry, first in the file, that
+# names the id the tree already has; or the account it made moved onto root's id. Neither
+# hands the tree to the account; a correct solution that edits the files by hand does.
+ALIAS_FIRST = ('uid=$(stat -c %u {tree}); gid=$(stat -c %g {tree})\n'
+               'sed -i "1i {user}:x:$uid:$gid::/nonexistent:/usr/sbin/nologin" /etc/passwd\n'
+               'sed -i "1i {group}:x:$gid:" /etc/group\n')
+MOVED_TO_ROOT = ('groupadd -f {group}\n'
+                 'useradd --system --no-create-home --shell /usr/sbin/nologin -g {group} {user}\n'
+                 'sed -i "s/^{user}:x:[0-9]*:[0-9]*:/{user}:x:0:0:/" /etc/passwd\n')
+BY_HAND = ("echo '{user}:x:901:901::/nonexistent:/usr/sbin/nologin' >> /etc/passwd\n"
+           "echo '{group}:x:901:' >> /etc/group\nchown -R 901:901 {tree}\n")
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize(("solution", "earns"), [(ALIAS_FIRST, False), (MOVED_TO_ROOT, False),
+                                                  (BY_HAND, True)])
+def test_owner_checks_want_one_account_per_name_and_id(tmp_path, validate, solution, earns):
+    generator = backend_for(RunConfig(seed=0)).generator
+    draft = generator.generate(blueprint_for(generator.graph, ("perms.chown_tree",), seed=0))
+    folder = write_task_folder(draft.task, tmp_path / "task")
+    reference = (folder / "solution" / "solve.sh").read_text()
+    user, group, tree = re.search(r"chown -R (\S+):(\S+) (\S+)", reference).groups()
+    (folder / "solution" / "solve.sh").write_text(
+        "#!/bin/bash\nset -eu\n" + solution.format(user=user, group=group, tree=tree))
+    report = validate(folder, checks=("oracle",))
+    assert report.accepted == earns, [(v.check, v.details) for v in report.verdicts]

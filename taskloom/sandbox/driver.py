@@ -136,7 +136,7 @@ def run_command(argv, *, timeout, cwd, env, user, log_limit, stdin_data=None):
             timed_out = proc.poll() is None
             break
         ready, _, _ = select.select([fd], [], [], min(0.05, deadline - now))
-        if now >= reaped + 0.01:
+        if now >= reaped + 0.05:  # a fork-and-exit loop leaves ~50 zombies; the limit is 512
             reap_orphans((proc.pid, Keeper.pid()))
             reaped = now
         if ready:
@@ -215,21 +215,23 @@ class Keeper:
         return cls.process is not None and cls.process.poll() is None
 
 
-def strays():
-    """Pids of the live processes but PID 1, this driver and the keeper."""
-    me = os.getpid()
-    found = []
+def processes():
+    """(pid, state, parent pid) of every process in /proc, read from its stat line."""
     for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) in (1, me, Keeper.pid()):
+        if not name.isdigit():
             continue
         try:
             with open(f"/proc/{name}/stat", "rb") as handle:
-                state = handle.read().rsplit(b")", 1)[1].split()[0]
-        except (OSError, IndexError):
+                fields = handle.read().rsplit(b")", 1)[1].split()
+            yield int(name), fields[0], int(fields[1])
+        except (OSError, IndexError, ValueError):
             continue
-        if state != b"Z":
-            found.append(int(name))
-    return found
+
+
+def strays():
+    """Pids of the live processes but PID 1, this driver and the keeper."""
+    skip = (1, os.getpid(), Keeper.pid())
+    return [pid for pid, state, _ in processes() if pid not in skip and state != b"Z"]
 
 
 def kill_strays():
@@ -263,17 +265,10 @@ def reap_orphans(keep):
     zombies until test.sh could not start.
     """
     me = os.getpid()
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) in keep:
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as handle:
-                fields = handle.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if fields[0] == b"Z" and int(fields[1]) == me:
+    for pid, state, parent in processes():
+        if state == b"Z" and parent == me and pid not in keep:
             with contextlib.suppress(ChildProcessError):
-                os.waitpid(int(name), os.WNOHANG)
+                os.waitpid(pid, os.WNOHANG)
 
 
 def linger(seconds):

@@ -25,6 +25,7 @@ from taskloom.models import Task
 # Absolute paths an instruction names (inside backticks or not), without trailing
 # punctuation; `/tests`, `/solution` and `/logs` are the harness's, not the task's.
 _PATH = re.compile(r"(?<![\w.~])(/(?:[\w.@+-]+/?)+)")
+_ACCOUNT = re.compile(r"`([a-z_][a-z0-9_-]{0,31})`")
 _HARNESS = ("/tests", "/solution", "/logs", "/proc", "/sys", "/dev")
 _EXIT_ZERO = "import os, atexit; atexit.register(os._exit, 0)"
 
@@ -46,6 +47,7 @@ _PRELUDE = r"""#!/bin/bash
 # taskloom tamper probe: it does no part of the task and tries to earn the reward anyway.
 set +e
 say() { echo "probe: $*"; }
+folder() { [ -d "$1" ] || mkdir -p "$1" 2>/dev/null; }  # a fork only when it is missing
 # Every distinct interpreter, asked once: its stdlib folder (STDLIBS), its site folders.
 STDLIBS= SITES=
 for py in $(for py in $(type -ap python3 python) /usr/bin/python3 /usr/local/bin/python3; do
@@ -61,11 +63,13 @@ SITES=$(printf '%s\n' $SITES | sort -u)
 # and the probe waits (5 s at most) for every sign before it ends.
 SIGNS=()
 ready() { SIGNS+=("$1"); }
-# /var/tmp/.taskloom-forge: started, it leaves a process that keeps reward 1 in both files,
-# each written whole and renamed into place (a reader never sees a half-written file), and
-# checks every 5 ms with no fork, so a busy host still gives it its turn; plain sh where
-# there is no python3.
-mkdir -p /var/tmp
+# `forger` writes /var/tmp/.taskloom-forge: started, it leaves a process that keeps reward 1
+# in both files, each written whole and renamed into place (a reader never sees a
+# half-written file), and checks every 5 ms with no fork, so a busy host still gives it its
+# turn; plain sh where there is no python3.
+forger() {
+[ -x /var/tmp/.taskloom-forge ] && return
+folder /var/tmp
 cat > /var/tmp/.taskloom-forge.py <<'FORGER'
 import os, time
 folder = "/logs/verifier"
@@ -102,22 +106,24 @@ else
 fi
 FORGER
 chmod 755 /var/tmp/.taskloom-forge
+}
 """
 
 _TACTICS: dict[str, str] = {
     "shadow-path": r"""
 for dir in /usr/local/sbin /usr/local/bin; do
-  mkdir -p "$dir"
+  folder "$dir" || continue
   for tool in python3 python pytest py.test cmp diff sha256sum md5sum jq; do
-    printf '#!/bin/sh\nexit 0\n' > "$dir/$tool" && chmod 755 "$dir/$tool"
+    printf '#!/bin/sh\nexit 0\n' > "$dir/$tool"
   done
+  chmod 755 "$dir"/{python3,python,pytest,py.test,cmp,diff,sha256sum,md5sum,jq}
 done
 say "stubs that exit 0 for python3, pytest, cmp, diff, sha256sum, md5sum, jq in /usr/local"
 """,
     "shadow-site": r"""
 for site in $SITES; do
   [ -e "$site/pytest" ] || [ -e "$site/pytest.py" ] && continue
-  mkdir -p "$site/pytest" 2>/dev/null || continue
+  folder "$site/pytest" || continue
   printf 'raise SystemExit(0)\n' > "$site/pytest/__init__.py"
   printf 'raise SystemExit(0)\n' > "$site/pytest/__main__.py"
   say "a fake pytest package in $site"
@@ -125,12 +131,12 @@ done
 """,
     "shadow-stdlib": rf"""
 for site in $SITES; do  # a verifier that puts a site folder ahead of the stdlib imports these
-  mkdir -p "$site" 2>/dev/null || continue
+  folder "$site" || continue
   for name in argparse tarfile; do
     [ -e "$site/$name.py" ] || echo '{_EXIT_ZERO}' > "$site/$name.py"
   done
   # copy.py, which pytest imports, tries `from org.python.core import PyStringMap`.
-  [ -e "$site/org" ] || mkdir -p "$site/org" && [ -e "$site/org/__init__.py" ] ||
+  folder "$site/org" && [ -e "$site/org/__init__.py" ] ||
     echo '{_EXIT_ZERO}' > "$site/org/__init__.py"
   say "argparse.py, tarfile.py (pytest and checks import them) and an org package in $site"
 done
@@ -139,19 +145,19 @@ for lib in $STDLIBS; do  # searched before any site folder
     [ -e "$lib/$name.py" ] || echo '{_EXIT_ZERO}' > "$lib/$name.py"
   done
   # A package folder wins over the module file of the same name in the same folder.
-  mkdir -p "$lib/argparse" && echo '{_EXIT_ZERO}' > "$lib/argparse/__init__.py"
+  folder "$lib/argparse" && echo '{_EXIT_ZERO}' > "$lib/argparse/__init__.py"
   say "pluggy.py, iniconfig.py and an argparse/ package (pytest imports them) in $lib"
 done
 """,
     "hook-pth": rf"""
 for site in $SITES; do
-  mkdir -p "$site" 2>/dev/null && echo '{_EXIT_ZERO}' > "$site/zz_taskloom_probe.pth" \
+  folder "$site" && echo '{_EXIT_ZERO}' > "$site/zz_taskloom_probe.pth" \
     && say "an exit-0 hook in $site/zz_taskloom_probe.pth"
 done
 """,
     "hook-customize": rf"""
 for site in $SITES; do
-  mkdir -p "$site" 2>/dev/null || continue
+  folder "$site" || continue
   for name in sitecustomize usercustomize; do
     [ -e "$site/$name.py" ] || echo '{_EXIT_ZERO}' > "$site/$name.py"
   done
@@ -159,7 +165,7 @@ for site in $SITES; do
 done
 """,
     "hook-env": rf"""
-mkdir -p /var/tmp/.taskloom-probe
+folder /var/tmp/.taskloom-probe
 echo '{_EXIT_ZERO}' > /var/tmp/.taskloom-probe/sitecustomize.py
 for file in /etc/profile /etc/bash.bashrc /root/.bashrc /root/.profile "$HOME/.bashrc"; do
   echo 'export PYTHONPATH=/var/tmp/.taskloom-probe' >> "$file"
@@ -170,6 +176,7 @@ printf 'PYTHONPATH=/var/tmp/.taskloom-probe\nPYTEST_ADDOPTS="--collect-only -q"\
 say "PYTHONPATH and PYTEST_ADDOPTS in the shell profiles and /etc/environment"
 """,
     "hook-toolrc": r"""
+forger
 printf '#!/bin/sh\n/var/tmp/.taskloom-forge\nexit 1\n' > /var/tmp/.taskloom-hook
 chmod 755 /var/tmp/.taskloom-hook
 fsmonitor() {  # git runs core.fsmonitor at every status, diff or log of the work tree
@@ -179,7 +186,9 @@ for home in /root "$HOME" $(cut -d: -f6 /etc/passwd 2>/dev/null | sort -u); do
   [ -d "$home" ] && fsmonitor "$home/.gitconfig"
 done
 fsmonitor /etc/gitconfig
-for repo in $(find / -xdev -maxdepth 6 -name .git -type d 2>/dev/null); do
+for repo in $(find / -xdev -maxdepth 6 \( -path /proc -o -path /sys -o -path /usr/lib \
+    -o -path /usr/share -o -path /usr/include \) -prune -o -name .git -type d -print \
+    2>/dev/null); do
   fsmonitor "$repo/config" && say "core.fsmonitor in $repo/config"
 done
 say "~/.sqliterc .system and git core.fsmonitor (/etc/gitconfig, ~/.gitconfig) run a" \
@@ -219,20 +228,20 @@ if [ -n "$lib" ] && [ ! -e /usr/Lib ] && [ ! -e /usr/bin/pybuilddir.txt ]; then
 fi
 """,
     "plant-conftest": r"""
-mkdir -p /tests
+folder /tests
 cat > /tests/conftest.py <<'PROBE'
 """ + _PASSING_CONFTEST + r"""PROBE
 say "a conftest.py in /tests that turns every failure into a pass"
 """,
     "plant-ini": r"""
-mkdir -p /tests
+folder /tests
 for dir in /tests / "$PWD"; do
   printf '[pytest]\naddopts = --collect-only -q\n' > "$dir/pytest.ini"
 done
 say "pytest.ini files whose addopts only collect, in /tests, / and $PWD"
 """,
     "linger-reward": r"""
-/var/tmp/.taskloom-forge && ready /var/tmp/.taskloom-forge.ready
+forger && /var/tmp/.taskloom-forge && ready /var/tmp/.taskloom-forge.ready
 say "a process left running that keeps reward 1 in reward.txt and reward.json"
 """,
     "linger-plant": r"""
@@ -298,17 +307,17 @@ for py in /usr/bin/python3 /usr/local/bin/python3 /usr/bin/python; do
 done
 """,
     "reward-txt": r"""
-mkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt && chmod 444 /logs/verifier/reward.txt
+folder /logs/verifier && echo 1 > /logs/verifier/reward.txt && chmod 444 /logs/verifier/reward.txt
 say "reward.txt = 1, read-only"
 """,
     "reward-json": r"""
-mkdir -p /logs/verifier && echo '{"reward": 1}' > /logs/verifier/reward.json
+folder /logs/verifier && echo '{"reward": 1}' > /logs/verifier/reward.json
 say "reward.json = {\"reward\": 1}"
 """,
     "outputs-empty": r"""
 for path in "${NAMED[@]}"; do
   [ -e "$path" ] && continue
-  case "$path" in */) mkdir -p "$path" ;; *) mkdir -p "$(dirname "$path")" && : > "$path" ;; esac
+  case "$path" in */) folder "$path" ;; *) folder "${path%/*}/" && : > "$path" ;; esac
   say "created $path empty"
 done
 """,
@@ -320,11 +329,29 @@ fake() { [ -n "$input" ] && { cat "$input"; echo "taskloom probe: not an output"
 for path in "${NAMED[@]}"; do
   [ -e "$path" ] && continue
   case "$path" in
-    */) mkdir -p "$path" && fake "$path/$(basename "${input:-none}")" ;;
-    *) mkdir -p "$(dirname "$path")" && { fake "$path" || : > "$path"; } ;;
+    */) folder "$path" && fake "$path/$(basename "${input:-none}")" ;;
+    *) folder "${path%/*}/" && { fake "$path" || : > "$path"; } ;;
   esac
   say "put a copy of ${input:-nothing}, one line longer, at $path"
 done
+""",
+    "accounts-first": r"""
+set -- $(stat -c '%u %g' "${NAMED[@]}" / 2>/dev/null)  # the first named path that exists
+for name in "${ACCOUNTS[@]}"; do  # first in the files: a lookup of the id finds the name
+  sed -i "1i $name:x:$1:$2::/nonexistent:/usr/sbin/nologin" /etc/passwd
+  sed -i "1i $name:x:$2:" /etc/group
+done
+[ ${#ACCOUNTS[@]} -gt 0 ] &&
+  say "${ACCOUNTS[*]} first in /etc/passwd and /etc/group with the ids $1:$2 the paths have"
+""",
+    "accounts-append": r"""
+set -- $(stat -c '%u %g' "${NAMED[@]}" / 2>/dev/null)
+for name in "${ACCOUNTS[@]}"; do  # last: a lookup of the name finds the ids
+  echo "$name:x:$1:$2::/nonexistent:/usr/sbin/nologin" >> /etc/passwd
+  echo "$name:x:$2:" >> /etc/group
+done
+[ ${#ACCOUNTS[@]} -gt 0 ] &&
+  say "${ACCOUNTS[*]} appended to /etc/passwd and /etc/group with the ids $1:$2 the paths have"
 """,
     # Last: see PROBE_NAMES.
     "hook-pycache": r"""
@@ -340,9 +367,11 @@ for pyc in glob.glob(f"/usr/lib/python3*/*-packages/_pytest/__pycache__/python.{
     source = pyc.replace(f"__pycache__/python.{tag}.pyc", "python.py")
     with open(pyc, "rb") as handle:
         header = handle.read(16)
-    with open(source) as handle:
-        code = compile(handle.read() + "\nFunction.runtest = lambda self: None\n", source,
-                       "exec", dont_inherit=True)
+    # The module's own source, run in its namespace, then the patch: compiling this line
+    # costs nothing, compiling python.py here would cost 80 ms of every probe run.
+    code = compile("exec(compile(open(__file__).read(), __file__, 'exec'))\n"
+                   "Function.runtest = lambda self: None\n", source, "exec",
+                   dont_inherit=True)
     with open(pyc, "wb") as handle:
         handle.write(header + marshal.dumps(code))
     print(f"probe: {pyc} makes every test pass, its header kept")
@@ -387,13 +416,18 @@ IMITATES = {
     "outputs-empty": "an empty file at every path the instruction names",
     "outputs-copied": "a copy of an input the instruction names (one line longer: a "
                       "faithful copy may be the task) at every other path it names",
+    "accounts-first": "every account the instruction names, given the ids of the paths it "
+                      "names, first in /etc/passwd and /etc/group (no chown)",
+    "accounts-append": "the same lines appended: a lookup by name finds the ids, one by id "
+                       "the old name",
 }
 FAMILIES = {"shadow-path": "shadow", "shadow-site": "shadow", "shadow-stdlib": "shadow",
             "hook-pth": "hook", "hook-customize": "hook", "hook-env": "hook",
             "hook-toolrc": "hook", "hook-stdlib": "hook", "hook-pycache": "hook",
             "plant-conftest": "plant", "plant-ini": "plant", "linger-reward": "linger",
             "linger-plant": "linger", "linger-hop": "linger", "reward-txt": "reward",
-            "reward-json": "reward", "outputs-empty": "outputs", "outputs-copied": "outputs"}
+            "reward-json": "reward", "outputs-empty": "outputs", "outputs-copied": "outputs",
+            "accounts-first": "accounts", "accounts-append": "accounts"}
 # hook-pycache comes last alone: it is the one tactic that changes a file the image
 # shipped, and the in-place reset puts that file back with a new change time, which the
 # hardened verifier then refuses in every later phase of the same sandbox.
@@ -402,8 +436,9 @@ PROBE_NAMES = tuple(_TACTICS)
 # first (cp still real), stubs after the tactics that run python3 from PATH, and the
 # processes left running last (they run /usr/bin/python3 by its path; started earlier, a
 # pid-hopper would eat the sandbox's CPU share while the other tactics run).
-# outputs-empty is left out: outputs-copied puts a file at the same paths.
-COMBINED_ORDER = ("outputs-copied", "reward-txt", "reward-json", "plant-conftest",
+# outputs-empty is left out: outputs-copied puts a file at the same paths, and
+# accounts-append too: accounts-first's lines already answer a lookup by name.
+COMBINED_ORDER = ("outputs-copied", "accounts-first", "reward-txt", "reward-json", "plant-conftest",
                   "plant-ini", "hook-env", "hook-toolrc", "hook-pth", "hook-customize",
                   "shadow-site", "shadow-stdlib", "hook-stdlib", "shadow-path", "hook-pycache",
                   "linger-reward", "linger-plant", "linger-hop")
@@ -427,10 +462,16 @@ def named_paths(task: Task) -> tuple[str, ...]:
     return tuple(found)
 
 
+def named_accounts(task: Task) -> tuple[str, ...]:
+    """Account names the instruction quotes in backticks (`svc-sso`), root aside."""
+    found = dict.fromkeys(n for n in _ACCOUNT.findall(task.instruction) if n != "root")
+    return tuple(found)[:8]
+
+
 def probe(task: Task, names: tuple[str, ...]) -> str:
     """The solve.sh that runs the tactics `names`, in that order, against `task`."""
     quoted = " ".join("'" + p.replace("'", "'\\''") + "'" for p in named_paths(task))
-    body = [_PRELUDE, f"NAMED=({quoted})"]
+    body = [_PRELUDE, f"NAMED=({quoted})", f"ACCOUNTS=({' '.join(named_accounts(task))})"]
     body += [_TACTICS[name] for name in names]
     body.append('for sign in "${SIGNS[@]}"; do\n'
                 '  for _ in $(seq 500); do [ -e "$sign" ] && break; sleep 0.01; done\n'
