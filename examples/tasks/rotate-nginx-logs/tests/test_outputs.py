@@ -13,8 +13,9 @@ def test_live_log_is_empty_with_same_owner_and_mode():
     info = (LOG_DIR / "access.log").stat()
     assert info.st_size == 0
     assert stat.S_IMODE(info.st_mode) == 0o640
-    import pwd
-    assert pwd.getpwuid(info.st_uid).pw_name == "www-data"
+    # www-data's id in the Debian base image. By number: the agent may edit /etc/passwd, and
+    # a line naming uid 0 www-data, put first, would make a root-owned file look right.
+    assert info.st_uid == 33
 
 
 def test_newest_archive_holds_the_old_log():
