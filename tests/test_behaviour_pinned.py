@@ -25,9 +25,11 @@ TASKLOOM = [sys.executable, "-m", "taskloom.cli"]
 # test.sh refuses Python, glibc-converter and loader files changed after the container
 # started, and a Python library or pytest found anywhere but where Debian puts them. Then
 # checks of owners and accounts read /etc/passwd and /etc/group themselves and want one
-# entry per name and per id (an alias line the agent put first forged chown_tree).
-TASKS_DIGEST = "a33913e99cfc835255323e2f2c05aa9716c9949dff15c05597a04586b311cad5"
-HF_EXPORT_DIGEST = "5e71a6ad3a22cd2dd4a0c760adf510f0c9872db36f89e29764ee5f85ce6d5ac8"
+# entry per name and per id, read as glibc reads them and confirmed by the system's own
+# lookups (an alias line put first, or one hidden behind a carriage return, forged
+# chown_tree); a tree's last step wants every file in place and no symlink.
+TASKS_DIGEST = "d6ea30d8a9768ddd2e95242cd186d57e641c6b231c5698428a8a371e43a84549"
+HF_EXPORT_DIGEST = "2cf289f621c61551a30ff809d90ac716ded94f4239e4d068e75923cb378f915b"
 
 
 def test_main_job_dataset_and_hf_export_are_unchanged(tmp_path):

@@ -183,13 +183,17 @@ ALIAS_FIRST = ('uid=$(stat -c %u {tree}); gid=$(stat -c %g {tree})\n'
 MOVED_TO_ROOT = ('groupadd -f {group}\n'
                  'useradd --system --no-create-home --shell /usr/sbin/nologin -g {group} {user}\n'
                  'sed -i "s/^{user}:x:[0-9]*:[0-9]*:/{user}:x:0:0:/" /etc/passwd\n')
+# A line only Python's universal-newline reader splits: glibc sees one comment line.
+HIDDEN_BY_CR = ("printf '#\\r{user}:x:987:987::/nonexistent:/usr/sbin/nologin\\n' >> /etc/passwd\n"
+                "printf '#\\r{group}:x:987:\\n' >> /etc/group\nchown -R 987:987 {tree}\n")
 BY_HAND = ("echo '{user}:x:901:901::/nonexistent:/usr/sbin/nologin' >> /etc/passwd\n"
            "echo '{group}:x:901:' >> /etc/group\nchown -R 901:901 {tree}\n")
 
 
 @pytest.mark.docker
 @pytest.mark.parametrize(("solution", "earns"), [(ALIAS_FIRST, False), (MOVED_TO_ROOT, False),
-                                                  (BY_HAND, True)])
+                                                  (HIDDEN_BY_CR, False), (BY_HAND, True)],
+                         ids=["alias-first", "moved-to-root", "hidden-by-cr", "by-hand"])
 def test_owner_checks_want_one_account_per_name_and_id(tmp_path, validate, solution, earns):
     generator = backend_for(RunConfig(seed=0)).generator
     draft = generator.generate(blueprint_for(generator.graph, ("perms.chown_tree",), seed=0))
@@ -200,3 +204,25 @@ def test_owner_checks_want_one_account_per_name_and_id(tmp_path, validate, solut
         "#!/bin/bash\nset -eu\n" + solution.format(user=user, group=group, tree=tree))
     report = validate(folder, checks=("oracle",))
     assert report.accepted == earns, [(v.check, v.details) for v in report.verdicts]
+
+
+# The reference solution, then files taken away: removed, or one replaced by a symlink to a
+# copy with the right mode (a check that skips links and missing files passed both).
+ALL_BUT_ONE_REMOVED = ("find {tree} -type f | sort | tail -n +2 | tr '\\n' '\\0' | "
+                       "xargs -0 rm -f\n")
+ONE_SYMLINKED = ("f=$(find {tree} -type f | sort | head -n 1)\n"
+                 "cp -p \"$f\" /var/tmp/kept && ln -sf /var/tmp/kept \"$f\"\n")
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("tampering", [ALL_BUT_ONE_REMOVED, ONE_SYMLINKED],
+                         ids=["all-but-one-removed", "one-symlinked"])
+def test_mode_checks_want_every_file_of_the_last_step_in_place(tmp_path, validate, tampering):
+    generator = backend_for(RunConfig(seed=0)).generator
+    draft = generator.generate(blueprint_for(generator.graph, ("perms.set_modes",), seed=0))
+    folder = write_task_folder(draft.task, tmp_path / "task")
+    solve = folder / "solution" / "solve.sh"
+    tree = re.search(r"find (\S+) -type d", solve.read_text()).group(1)
+    solve.write_text(solve.read_text() + tampering.format(tree=tree))
+    report = validate(folder, checks=("oracle",))
+    assert not report.accepted, [(v.check, v.details) for v in report.verdicts]

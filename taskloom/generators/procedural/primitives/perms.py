@@ -39,11 +39,27 @@ class TreeModes(Assertion):
     root: str = ""
     files: tuple[tuple[str, str, int], ...] = ()  # (relpath, sha256, mode)
     dirs: tuple[tuple[str, int], ...] = ()  # (relpath, "" for the root; mode)
+    complete: bool = False  # no later step moves, changes or removes any of them
 
     def body(self) -> list[str]:
-        """Known paths first, then any other file whose content is known."""
+        """Known paths first, then any other file whose content is known.
+
+        No step makes symlinks, so none may stand where a file or directory was (a link to
+        the untouched original would pass a check that skips links); on the last step every
+        file and directory must still be there, as it was.
+        """
+        complete = [
+            f"for rel, digest, mode in {[list(f) for f in self.files]!r}:",
+            "    path = root / rel",
+            "    assert path.is_file() and not path.is_symlink(), (rel, 'missing')",
+            "    assert hashlib.sha256(path.read_bytes()).hexdigest() == digest, rel",
+            f"for rel, _ in {[list(d) for d in self.dirs]!r}:",
+            "    path = root / rel if rel else root",
+            "    assert path.is_dir() and not path.is_symlink(), (rel, 'missing')",
+        ] if self.complete else []
         return [
             f"root = Path({self.root!r})",
+            *complete,
             f"files = {[list(f) for f in self.files]!r}",
             "by_digest = {}",
             "for rel, digest, mode in files:",
@@ -51,9 +67,11 @@ class TreeModes(Assertion):
             "known = {rel for rel, _, _ in files}",
             "checked = 0",
             "for path in sorted(root.rglob('*')):",
+            "    rel = str(path.relative_to(root))",
+            "    assert not (path.is_symlink() and (rel in known or path.is_dir())), "
+            "(rel, 'a symlink')",
             "    if not path.is_file() or path.is_symlink():",
             "        continue",
-            "    rel = str(path.relative_to(root))",
             "    digest = hashlib.sha256(path.read_bytes()).hexdigest()",
             "    wanted = {m for r, d, m in files if r == rel and d == digest} if rel in known "
             "else by_digest.get(digest, set())",
@@ -64,6 +82,7 @@ class TreeModes(Assertion):
             "assert checked, 'none of the files is left in the tree'",
             f"for rel, mode in {[list(d) for d in self.dirs]!r}:",
             "    path = root / rel if rel else root",
+            "    assert not path.is_symlink(), (rel, 'a symlink')",
             "    if path.is_dir():",
             "        assert stat.S_IMODE(path.lstat().st_mode) == mode, (rel, oct(mode))",
         ]
@@ -86,17 +105,24 @@ class TreeOwners(Assertion):
     paths: tuple[str, ...] = ()  # relative to root
     user: str = ""
     group: str = ""
+    complete: bool = False  # no later step moves or removes any of them
 
     def body(self) -> list[str]:
-        """The root must exist; other paths are checked when a later step left them."""
+        """The root must exist; other paths when a later step left them, all on the last.
+
+        None may be a symlink (no step makes one).
+        """
+        missing = ("        raise AssertionError((rel, 'missing'))" if self.complete
+                   else "        continue")
         return [
             f"root = Path({self.root!r})",
             "assert root.is_dir(), root",
             f"uid, gid = int(_account({self.user!r})[2]), int(_group({self.group!r})[2])",
             f"for rel in [''] + {list(self.paths)!r}:",
             "    path = root / rel if rel else root",
+            "    assert not path.is_symlink(), (rel, 'a symlink')",
             "    if not os.path.lexists(path):",
-            "        continue",
+            missing,
             "    info = os.lstat(path)",
             "    assert info.st_uid == uid and info.st_gid == gid, rel",
         ]
@@ -139,7 +165,12 @@ class UsersAbsent(Assertion):
         """Every name must be unknown to the password database."""
         return ["names = {row[0] for row in _entries('/etc/passwd')}",
                 f"for name in {list(self.names)!r}:",
-                "    assert name not in names, f'unexpected account {name}'"]
+                "    assert name not in names, f'unexpected account {name}'",
+                "    try:",
+                "        pwd.getpwnam(name)",
+                "    except KeyError:",
+                "        continue",
+                "    raise AssertionError(f'the system knows an account {name}')"]
 
     def reads(self) -> tuple[str, ...]:
         """The account database."""
@@ -225,7 +256,7 @@ def set_modes(ctx: StepContext, source) -> StepResult:
         checks=[TreeModes(f"the files and directories of {tree.path} have their modes",
                           root=tree.path,
                           files=tuple((f.relpath, sha256(f.content), f.mode) for f in result),
-                          dirs=tuple((d, directory) for d in dirs))],
+                          dirs=tuple((d, directory) for d in dirs), complete=ctx.final)],
         tools=("find", "chmod"), side_effect=True)
 
 
@@ -269,7 +300,8 @@ def chown_tree(ctx: StepContext, source) -> StepResult:
                                group=group),
                 TreeOwners(f"{tree.path} belongs to {user}:{group}", root=tree.path,
                            paths=tuple(d for d in _dirs(tree) if d) +
-                           tuple(f.relpath for f in tree.files), user=user, group=group)],
+                           tuple(f.relpath for f in tree.files), user=user, group=group,
+                           complete=ctx.final)],
         tools=("useradd", "chown"), side_effect=True)
 
 
