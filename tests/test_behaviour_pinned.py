@@ -26,10 +26,14 @@ TASKLOOM = [sys.executable, "-m", "taskloom.cli"]
 # started, and a Python library or pytest found anywhere but where Debian puts them. Then
 # checks of owners and accounts read /etc/passwd and /etc/group themselves and want one
 # entry per name and per id, read as glibc reads them and confirmed by the system's own
-# lookups (an alias line put first, or one hidden behind a carriage return, forged
-# chown_tree); a tree's last step wants every file in place and no symlink.
-TASKS_DIGEST = "d6ea30d8a9768ddd2e95242cd186d57e641c6b231c5698428a8a371e43a84549"
-HF_EXPORT_DIGEST = "2cf289f621c61551a30ff809d90ac716ded94f4239e4d068e75923cb378f915b"
+# lookups, each account of the image (the base image's and the world's, now created with
+# pinned ids) at its own id and a new one at none of them (alias lines, lines hidden behind
+# a carriage return and renamed accounts forged chown_tree); a tree's last step wants every
+# file in place and no symlink, and a copy is not a hard link to its original; test.sh also
+# refuses shared libraries changed after the start, reads the start time with builtins
+# only, and runs the checks with no OpenSSL configuration.
+TASKS_DIGEST = "d830ac22df243107e4063d1305c6bbdd2b5e0a0b6ef0b4637d1349ed1d3beef4"
+HF_EXPORT_DIGEST = "15179ee5e4147c63c5c5c4881e3386aa1bc1aab51655ef65e49cf47d27c98456"
 
 
 def test_main_job_dataset_and_hf_export_are_unchanged(tmp_path):

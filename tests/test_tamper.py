@@ -5,6 +5,7 @@ bwrap, trials run as Harbor runs them)."""
 from __future__ import annotations
 
 import re
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -186,14 +187,19 @@ MOVED_TO_ROOT = ('groupadd -f {group}\n'
 # A line only Python's universal-newline reader splits: glibc sees one comment line.
 HIDDEN_BY_CR = ("printf '#\\r{user}:x:987:987::/nonexistent:/usr/sbin/nologin\\n' >> /etc/passwd\n"
                 "printf '#\\r{group}:x:987:\\n' >> /etc/group\nchown -R 987:987 {tree}\n")
+# An account of the image renamed: the tree gets daemon's ids, which own daemon's files.
+RENAMED = ("sed -i 's/^daemon:/{user}:/' /etc/passwd\nsed -i 's/^daemon:/{group}:/' /etc/group\n"
+           "chown -R 1:1 {tree}\n")
 BY_HAND = ("echo '{user}:x:901:901::/nonexistent:/usr/sbin/nologin' >> /etc/passwd\n"
            "echo '{group}:x:901:' >> /etc/group\nchown -R 901:901 {tree}\n")
 
 
 @pytest.mark.docker
 @pytest.mark.parametrize(("solution", "earns"), [(ALIAS_FIRST, False), (MOVED_TO_ROOT, False),
-                                                  (HIDDEN_BY_CR, False), (BY_HAND, True)],
-                         ids=["alias-first", "moved-to-root", "hidden-by-cr", "by-hand"])
+                                                  (HIDDEN_BY_CR, False), (RENAMED, False),
+                                                  (BY_HAND, True)],
+                         ids=["alias-first", "moved-to-root", "hidden-by-cr", "renamed",
+                              "by-hand"])
 def test_owner_checks_want_one_account_per_name_and_id(tmp_path, validate, solution, earns):
     generator = backend_for(RunConfig(seed=0)).generator
     draft = generator.generate(blueprint_for(generator.graph, ("perms.chown_tree",), seed=0))
@@ -224,5 +230,22 @@ def test_mode_checks_want_every_file_of_the_last_step_in_place(tmp_path, validat
     solve = folder / "solution" / "solve.sh"
     tree = re.search(r"find (\S+) -type d", solve.read_text()).group(1)
     solve.write_text(solve.read_text() + tampering.format(tree=tree))
+    report = validate(folder, checks=("oracle",))
+    assert not report.accepted, [(v.check, v.details) for v in report.verdicts]
+
+
+@pytest.mark.docker
+def test_a_hard_link_to_the_original_is_not_a_copy(tmp_path, validate):
+    generator = backend_for(RunConfig(seed=0)).generator
+    draft = generator.generate(blueprint_for(generator.graph, ("script.make_executable",),
+                                             seed=0))
+    folder = write_task_folder(draft.task, tmp_path / "task")
+    solve = folder / "solution" / "solve.sh"
+    install = next(line for line in solve.read_text().splitlines() if line.startswith("install"))
+    source, dest = (shlex.quote(word) for word in shlex.split(install)[-2:])
+    # Owner and mode as the reference left them, on a second name of the original.
+    solve.write_text(solve.read_text() + f"cp -p {dest} /var/tmp/kept && rm {dest}\n"
+                     f"ln {source} {dest}\nchown --reference=/var/tmp/kept {dest}\n"
+                     f"chmod --reference=/var/tmp/kept {dest}\n")
     report = validate(folder, checks=("oracle",))
     assert not report.accepted, [(v.check, v.details) for v in report.verdicts]

@@ -29,10 +29,12 @@ planted, in this order:
    agent wrote), then writes the reward last: 1 only when every check passed.
 
 Before the checks it also refuses any file of Python (/usr/bin/python3*, /usr/lib/python3*:
-the stdlib and Debian's dist-packages with pytest), of glibc's charset converters and
-locales, or of the loader's and NSS's configuration created or changed after the container
-started (a change time cannot be set back): a new module where an import looks first, a
-file or a .pyc rewritten in place, a planted UTF-8 converter. Each step defeats a family
+the stdlib and Debian's dist-packages with pytest), of the shared libraries in
+/usr/lib/<arch> (libcrypto and OpenSSL's modules, NSS modules, glibc's charset
+converters), of the locales, or of the loader's and NSS's configuration created or changed
+after the container started (a change time cannot be set back): a new module where an
+import looks first, a file or a .pyc rewritten in place, a planted UTF-8 converter or
+OpenSSL provider; and the checks read no OpenSSL configuration. Each step defeats a family
 of `taskloom.validators.probes`.
 What no shared verifier can stop (the agent is root in the environment the checks run
 in: it can rewrite bash, find, a library or another tool in place, ptrace the container's
@@ -118,24 +120,31 @@ elif [ "$found" != "$shipped" ] || [ -n "$strange" ]; then
 elif startup=$(ls -d /usr/lib/python3*.zip /usr/bin/pyvenv.cfg /usr/pyvenv.cfg \\
       /usr/bin/python3*._pth /etc/ld.so.preload 2>/dev/null || :); [ -n "$startup" ]; then
   say "refusing to judge: start-up files planted for the interpreter:" $startup
-# Files of Python (interpreter, stdlib, Debian's dist-packages with pytest), of glibc's
-# charset converters and locales (Python decodes its arguments through them: a planted
-# UTF-8 converter runs code in it) and of the loader's and NSS's configuration created or
-# changed since the container started: a module planted where an import looks first
+# Files of Python (interpreter, stdlib, Debian's dist-packages with pytest), of the shared
+# libraries (libc, libcrypto that hashlib loads, and what they load in turn: OpenSSL's
+# providers and engines, NSS modules, glibc's charset converters, through which Python
+# decodes its arguments), of the locales and of the loader's and NSS's configuration
+# created or changed since the container started: a module planted where an import looks first
 # (tarfile.py, an argparse/ package, an `org` package copy.py tries), a file rewritten in
 # place, a poisoned __pycache__ .pyc (Python loads one `-B` or not), a cache preferring a
 # planted library. A change time cannot be set back; the image's files predate PID 1.
 elif {{ read -r -d '' first < /proc/1/stat; }} 2>/dev/null; set -- ${{first##*) }}
-    started=$(( $(sed -n 's/^btime //p' /proc/stat) + ${{20}} / $(getconf CLK_TCK) ))
-    changed=$(find /usr/bin/python3* /usr/lib/python3* /usr/lib/*/gconv /usr/lib/locale \\
+    while read -r key value; do [ "$key" = btime ] && booted=$value; done < /proc/stat
+    # Ticks are USER_HZ, 100 on Linux: no getconf or sed (tools the agent may have replaced
+    # to move the start into the future and blind the guard); a start after now is refused.
+    started=$(( booted + ${{20}} / 100 ))
+    changed=$( (( started <= EPOCHSECONDS )) || echo "(the container started in the future)"
+      find /usr/bin/python3* /usr/lib/python3* /usr/lib/*-linux-gnu /usr/lib/locale \\
       /etc/ld.so.cache /etc/ld.so.conf /etc/ld.so.conf.d /etc/nsswitch.conf \\
       -xdev ! -type d -newerct "@$started" -print 2>/dev/null | head -5); [ -n "$changed" ]
 then
   say "refusing to judge: files of Python, glibc or the loader changed after the start:" \\
     $changed
 # 3. The checks, isolated from everything the agent could have changed: no site hooks,
-#    no PYTHON*/PYTEST*/GIT* variables, no system or user git config, no rc files.
+#    no PYTHON*/PYTEST*/GIT* variables, no system or user git config, no rc files, no
+#    OpenSSL configuration (libcrypto reads /etc/ssl/openssl.cnf, which may load a module).
 elif cd /tests && env -i HOME="$home" LANG=C.UTF-8 PATH="$PATH" GIT_CONFIG_NOSYSTEM=1 \\
+    OPENSSL_CONF=/dev/null \\
     GIT_CONFIG_GLOBAL=/dev/null GIT_ATTR_NOSYSTEM=1 PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 \\
     /usr/bin/python3 -I -S -B -c '
 import sys

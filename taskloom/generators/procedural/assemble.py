@@ -201,7 +201,7 @@ def build_task(blueprint: Blueprint, graph: SkillGraph, attempt: int = 0, *,
         "environment": {"build_timeout_sec": 300.0, "cpus": 1, "memory_mb": 1024,
                         "storage_mb": 2048, "network_mode": "no-network"},
     })
-    tests = verifier_files(render_tests(parts.checks))
+    tests = verifier_files(render_tests(parts.checks, world.image_accounts()))
     solution = [TaskFile(path="solve.sh", content=parts.solution.encode(), mode=0o755)]
     task = Task(name=name, config=config, instruction=parts.instruction,
                 environment=sorted_files(environment), solution=tuple(solution),

@@ -105,16 +105,21 @@ def _entries(database):
 
 def _account(name, database="/etc/passwd"):
     """The one entry named `name` in /etc/passwd or /etc/group; its id must be nobody
-    else's, 0 only for root, and the system's own lookups (by name and by id) must agree.
-    The agent is root: a second line naming an id the files already have, an account
-    renamed onto it, or a line only one reader sees, is not an account owning them."""
+    else's, the image's own id for an account the image has and no id of the image's for
+    a new one, and the system's own lookups (by name and by id) must agree. The agent is
+    root: a second line naming an id the files already have, an account renamed onto it,
+    or a line only one reader sees, is not an account owning them."""
     rows = _entries(database)
     found = [row for row in rows if row[0] == name]
     assert len(found) == 1, f"{database} has {len(found)} entries named {name}"
     entry = found[0]
     assert len(entry) > 3 and entry[2].isdigit(), f"{database}: bad entry for {name}"
     number = int(entry[2])
-    assert number != 0 or name == "root", f"{database}: {name} has id 0"
+    image = IMAGE_USERS if database == "/etc/passwd" else IMAGE_GROUPS
+    if name in image:
+        assert number == image[name], f"{database}: {name} is not id {image[name]}"
+    else:
+        assert number not in image.values(), f"{database}: {name} took the image's id {number}"
     sharing = [row[0] for row in rows if len(row) > 2 and row[2].strip().lstrip("+-").isdigit()
                and int(row[2]) == number]
     assert sharing == [name], f"{database}: id {number} is also {sharing}"
@@ -131,8 +136,8 @@ def _group(name):
 
 
 def _untrusted(program, args, path):
-    """Run a program the agent wrote, found on `path`: a copy of it, as nobody, so it can
-    neither write the reward nor end the verifier that runs it."""
+    """Run a program the agent wrote, found on `path`: a copy of it, as nobody who cannot
+    gain privileges, so it can neither write the reward nor end the verifier that runs it."""
     found = shutil.which(program, path=path) if "/" not in program else program
     assert found and os.access(found, os.X_OK), f"{program} is not an executable on {path}"
     with tempfile.TemporaryDirectory() as scratch:
@@ -143,7 +148,15 @@ def _untrusted(program, args, path):
         env = {"PATH": path, "LANG": "C.UTF-8", "HOME": scratch}
         return subprocess.run([copy, *args], capture_output=True, text=True, timeout=30,
                               env=env, cwd=scratch, user=65534, group=65534,
-                              extra_groups=[])
+                              extra_groups=[], preexec_fn=_no_new_privileges)
+
+
+def _no_new_privileges():
+    """No setuid program the agent left (a copy of bash, say) makes nobody root again."""
+    import ctypes
+
+    if ctypes.CDLL(None, use_errno=True).prctl(38, 1, 0, 0, 0):  # PR_SET_NO_NEW_PRIVS
+        os._exit(126)
 '''
 
 
@@ -422,8 +435,14 @@ class UsersExist(Assertion):
         return ACCOUNT_FILES
 
 
-def render_tests(checks: list[Assertion]) -> str:
-    """The whole tests/test_outputs.py for a task."""
+def render_tests(checks: list[Assertion], accounts: tuple[dict, dict]) -> str:
+    """The whole tests/test_outputs.py for a task.
+
+    `accounts` are the image's (users, groups), name -> id.
+    """
+    users, groups = accounts
+    table = (f"# The image's accounts, name -> id.\nIMAGE_USERS = {users!r}\n"
+             f"IMAGE_GROUPS = {groups!r}\n")
     functions = [check.render(number) for number, check in enumerate(checks, start=1)]
-    return HEADER + "\n\n" + "\n\n".join(functions)
+    return HEADER + "\n\n" + table + "\n\n" + "\n\n".join(functions)
 

@@ -17,6 +17,23 @@ EPOCH_NOW = 1_764_460_800  # 2025-11-30T00:00:00Z
 DAY = 86_400
 
 
+# The accounts of the base image (taskloom/base:1, Debian bookworm minbase and cron), by
+# name and id; tests/test_world.py reads them from the image. Checks hold accounts to these
+# ids: an account the agent renamed, renumbered or took over is not the one asked for.
+BASE_USERS = {"root": 0, "daemon": 1, "bin": 2, "sys": 3, "sync": 4, "games": 5, "man": 6,
+              "lp": 7, "mail": 8, "news": 9, "uucp": 10, "proxy": 13, "www-data": 33,
+              "backup": 34, "list": 38, "irc": 39, "_apt": 42, "nobody": 65534}
+BASE_GROUPS = {"root": 0, "daemon": 1, "bin": 2, "sys": 3, "adm": 4, "tty": 5, "disk": 6,
+               "lp": 7, "mail": 8, "news": 9, "uucp": 10, "man": 12, "proxy": 13, "kmem": 15,
+               "dialout": 20, "fax": 21, "voice": 22, "cdrom": 24, "floppy": 25, "tape": 26,
+               "sudo": 27, "audio": 29, "dip": 30, "www-data": 33, "backup": 34,
+               "operator": 37, "list": 38, "irc": 39, "src": 40, "shadow": 42, "utmp": 43,
+               "video": 44, "sasl": 45, "plugdev": 46, "staff": 50, "games": 60,
+               "users": 100, "nogroup": 65534, "crontab": 101}
+FIRST_GROUP_ID = 3000  # the world's groups, in the order declared
+FIRST_USER_ID = 4000  # the world's users, each with its own group of the same id
+
+
 def q(path: str) -> str:
     """Shell-quote a path or word for a generated script."""
     return shlex.quote(path)
@@ -82,15 +99,31 @@ class World:
         return (path in self.files or path in self.dirs or
                 any(p.startswith(prefix) for p in self.files))
 
+    def image_accounts(self) -> tuple[dict[str, int], dict[str, int]]:
+        """(users, groups) of the built image, name -> id: the base image's and the world's."""
+        users, groups = dict(BASE_USERS), dict(BASE_GROUPS)
+        for number, group in enumerate(g for g in self.groups if g not in BASE_GROUPS):
+            groups[group] = FIRST_GROUP_ID + number
+        for number, user in enumerate(u for u in self.users if u not in BASE_USERS):
+            users[user] = FIRST_USER_ID + number
+            groups.setdefault(user, users[user])
+        return users, groups
+
     def setup_script(self) -> str:
         """Shell lines that set owners, modes and times, then run the setup commands."""
         lines = []
+        users, groups = self.image_accounts()
         for group in self.groups:
-            lines.append(f"getent group {q(group)} >/dev/null || groupadd {q(group)}")
-        for user, groups in self.users.items():
-            extra = f" -G {q(','.join(groups))}" if groups else ""
-            lines.append(f"id -u {q(user)} >/dev/null 2>&1 || useradd -m -s /bin/bash{extra} "
-                         f"{q(user)}")
+            if group not in BASE_GROUPS:
+                lines.append(f"groupadd -g {groups[group]} {q(group)}")
+        for user, member_of in self.users.items():
+            extra = f" -G {q(','.join(member_of))}" if member_of else ""
+            if user not in BASE_USERS:
+                primary = f"-g {q(user)}" if user in self.groups else "-U"
+                lines.append(f"useradd -u {users[user]} {primary} -m -s /bin/bash{extra} "
+                             f"{q(user)}")
+            elif member_of:
+                lines.append(f"usermod -a{extra} {q(user)}")
         for path, (mode, owner, group) in sorted(self.dirs.items()):
             lines.append(f"mkdir -p {q(path)} && chmod {mode:o} {q(path)} && "
                          f"chown {q(owner)}:{q(group)} {q(path)}")

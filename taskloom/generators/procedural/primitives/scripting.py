@@ -75,8 +75,12 @@ class SameBytes(Assertion):
     copy: str = ""
 
     def body(self) -> list[str]:
-        """Compare the bytes of the two files."""
-        return [f"assert Path({self.copy!r}).read_bytes() == Path({self.original!r}).read_bytes()"]
+        """Compare the bytes of the two files; a link to the original is not a copy."""
+        return [f"copy, original = os.lstat({self.copy!r}), os.lstat({self.original!r})",
+                "assert stat.S_ISREG(copy.st_mode), 'not a regular file'",
+                "assert (copy.st_dev, copy.st_ino) != (original.st_dev, original.st_ino), "
+                "'a hard link to the original, not a copy'",
+                f"assert Path({self.copy!r}).read_bytes() == Path({self.original!r}).read_bytes()"]
 
     def reads(self) -> tuple[str, ...]:
         """Both files."""
