@@ -46,6 +46,10 @@ class ValidationConfig(Frozen):
     probes: Literal["combined", "each"] = Field(
         default="combined", description="Tamper probes: one phase trying every tactic at "
         "once (then each alone to name them, only if it forged a reward), or each alone.")
+    alternatives: str | None = Field(
+        default=None, description="A folder of more correct solutions, each required to "
+        "earn reward 1 like solution/alternatives/*.sh: `<folder>/<task id>/*.sh` for one "
+        "task, `<folder>/*.sh` for every task.")
     timeout_cap_sec: float = Field(default=300.0, gt=0,
                                    description="Upper bound on a task's own timeouts.")
     default_solution_timeout_sec: float = Field(

@@ -193,6 +193,11 @@ class TaskFile(Frozen):
     mode: int = Field(default=0o644, description="Permission bits (0o644, 0o755...).")
 
 
+# solution/alternatives/*.sh: other correct solutions a task ships beside solve.sh. Harbor
+# runs only solve.sh; `taskloom validate` requires each of these to earn reward 1 too.
+ALTERNATIVES = "alternatives"
+
+
 class Task(Frozen):
     """A Harbor task: instruction, environment, reference solution and tests."""
 
@@ -215,6 +220,12 @@ class Task(Frozen):
              path: str) -> TaskFile | None:
         """The file at `path` in `section`, or None."""
         return next((f for f in getattr(self, section) if f.path == path), None)
+
+    @property
+    def alternatives(self) -> tuple[TaskFile, ...]:
+        """The other correct solutions, `solution/alternatives/*.sh`, by path."""
+        return tuple(f for f in self.solution if f.path.startswith(f"{ALTERNATIVES}/")
+                     and f.path.endswith(".sh") and f.path.count("/") == 1)
 
     @property
     def dockerfile(self) -> str | None:
@@ -253,6 +264,7 @@ class ReasonCode(StrEnum):
     FLAKY = "flaky"
     TIMEOUT = "timeout"
     WEAK_TESTS = "weak-tests"
+    OVER_SPECIFIED = "over-specified"
     LEAK = "leak"
     VERIFIER = "verifier"
     UNDERSPECIFIED = "underspecified"

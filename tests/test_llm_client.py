@@ -264,6 +264,7 @@ def draft_answer(**changes) -> DraftAnswer:
         "setup": [],
         "steps": [{"title": "count", "commands": [
             "grep -c ERROR app.log > output/errors.txt"]}],
+        "alternative": ["awk '/ERROR/ { n++ } END { print n }' app.log > output/errors.txt"],
         "tests": ["from pathlib import Path", "", "def test_count():",
                   "    assert Path('/srv/ops/output/errors.txt').read_text() == '2\\n'"],
         "expected_values": ["2"],
@@ -292,9 +293,17 @@ def test_render_and_read_back_a_draft(blueprint_and_graph):
     assert "# taskloom:step 1 count\n" in solve
     assert b"/logs/verifier/reward.txt" in task.file("tests", "test.sh").content
     assert task.config.metadata["fingerprint"]
+    (alternative,) = task.alternatives
+    assert alternative.path == "alternatives/model.sh" and alternative.mode == 0o755
+    assert alternative.content.decode().endswith("\nset -eu\nawk '/ERROR/ { n++ } END { "
+                                                  "print n }' app.log > output/errors.txt\n")
     back = answer_of_task(task, ("2",))
     assert back.steps == draft_answer().steps and back.tests == draft_answer().tests
+    assert back.alternative == draft_answer().alternative
     assert back.workdir == "/srv/ops"
+    silent = render_task(draft_answer(alternative=[" "]), blueprint, graph, generator="llm/1",
+                         model="m", attempt=0)
+    assert silent.alternatives == ()  # a blank alternative is none
 
 
 @pytest.mark.parametrize("path", ["/srv/../../etc/x/../..", "/tests/test_x.py",

@@ -130,9 +130,12 @@ def test_refiner_diagnoses_and_keeps_the_draft():
     answer = RefineAnswer.model_validate_json(exchange.answer)
     assert "oracle" in answer.diagnosis
     assert answer.model_dump(exclude={"diagnosis"}) == dict.fromkeys(
-        ("instruction", "files", "setup", "steps", "tests", "expected_values"))
+        ("instruction", "files", "setup", "steps", "alternative", "tests", "expected_values"))
     assert repaired.attempt == 1 and repaired.task.instruction == draft.task.instruction
     assert repaired.task.tests == draft.task.tests
+    # the alternative survives the round trip through the refiner's view of the task
+    assert repaired.task.alternatives == draft.task.alternatives
+    assert draft.task.alternatives[0].path == "alternatives/model.sh"
 
 
 def test_rewriter_keeps_the_original_lines_with_and_without_feedback():
@@ -268,8 +271,9 @@ def test_cli_generates_verified_tasks_with_the_mock(tmp_path, backend):
         assert 'model = "mock"' in toml and f'generator = "{backend}/1"' in toml
     checks = passed_checks(out)
     assert len(checks) == 2
-    assert all({"structure", "build", "nop", "oracle", "tamper", "leakage"} <= c
-               for c in checks.values())
+    # every draft ships another correct solution, and it passed (the hybrid's is procedural)
+    assert all({"structure", "build", "nop", "oracle", "alternatives", "tamper", "leakage"}
+               <= c for c in checks.values())
     if backend == "llm":  # the mock's drafts have one step per skill: mutations ran somewhere
         assert any("mutations" in c for c in checks.values())
 

@@ -79,6 +79,17 @@ def test_every_primitive_withstands_every_probe(runtime_name, request, verifier)
     assert not forged, "\n".join(describe(r) for r in forged)
 
 
+@pytest.mark.parametrize("skill", sorted(PRIMITIVES))
+def test_every_primitive_ships_another_correct_solution(skill):
+    """Run by the alternatives check in the sweeps above; here: present and different."""
+    for draft in drafts_for(skill):
+        (alternative,) = draft.task.alternatives
+        assert alternative.path == "alternatives/other-tools.sh" and alternative.mode == 0o755
+        body = alternative.content.decode().split("\n", 3)[3]
+        reference = draft.task.file("solution", "solve.sh").content.decode()
+        assert body.strip() and body not in reference
+
+
 def describe(report) -> str:
     return f"{report.task}: {[(v.check, v.details) for v in report.verdicts if not v.passed]}"
 
@@ -150,3 +161,27 @@ def test_chained_paths_validate(docker_runtime):
     rejected = [r for r in validate_all(jobs, docker_runtime, workers=2) if not r.accepted]
     assert len(drafts) == len(successors) - len(UNCHAINABLE)
     assert not rejected, "\n".join(describe(r) for r in rejected)
+
+
+GOAL_ONLY = Difficulty(steps=2, tool_breadth=1, data_volume=1, noise=1, specification=3,
+                       edge_cases=1, strictness=1)
+
+
+def test_goal_only_checks_do_not_depend_on_a_hidden_steps_choices():
+    """The instruction states only the goal: what a hidden step chose freely (an archive's
+    path prefix, the file it left for a tool) must not be what a check expects."""
+    generator = ProceduralGenerator(GRAPH)
+    for seed in range(6):
+        draft = generator.generate(blueprint_for(GRAPH, ("git.export_tree", "archive.extract"),
+                                                 seed=seed, difficulty=GOAL_ONLY))
+        checks = draft.task.file("tests", "test_outputs.py").content.decode()
+        assert "/restored" in checks and "output/restored/" + "ferncastle" not in checks
+        assert "--prefix" not in draft.task.file("solution", "solve.sh").content.decode()
+    with pytest.raises(NoDraft, match="hidden and unchecked"):
+        generator.generate(blueprint_for(GRAPH, ("text.sort_unique", "script.write_tool"),
+                                         seed=0, difficulty=GOAL_ONLY))
+    shown = generator.generate(blueprint_for(
+        GRAPH, ("text.sort_unique", "script.write_tool"), seed=0,
+        difficulty=GOAL_ONLY.model_copy(update={"specification": 2})))
+    checks = shown.task.file("tests", "test_outputs.py").content.decode()
+    assert "/tmp/taskloom-tool-sample.txt" in checks  # the tool runs on a copy of its input

@@ -23,7 +23,8 @@ from taskloom.validators import registry
 from taskloom.validators.engine import plan_trial, validate_task
 from taskloom.validators.protocol import Evidence, TrialPart
 
-DEFAULT = ("structure", "build", "nop", "oracle", "mutations", "tamper", "leakage")
+DEFAULT = ("structure", "build", "nop", "oracle", "alternatives", "mutations", "tamper",
+           "leakage")
 
 
 def names(selection) -> tuple[str, ...]:
@@ -77,12 +78,18 @@ def test_older_spellings_become_selections():
     ([phase(None, name="nop", error="no reward"), phase(1)], {"nop": ReasonCode.VERIFIER}),
     ([phase(0, name="nop"), phase(1), phase(1, name="mutant-1"), phase(0, name="mutant-2")],
      {"mutations": ReasonCode.WEAK_TESTS}),
+    ([phase(0, name="nop"), phase(1), phase(1, name="alternative-awk")], {}),
+    ([phase(0, name="nop"), phase(1), phase(0.5, name="alternative-awk")],
+     {"alternatives": ReasonCode.OVER_SPECIFIED}),
+    ([phase(0, name="nop"), phase(1), phase(None, name="alternative-awk", timed_out=True)],
+     {"alternatives": ReasonCode.TIMEOUT}),
 ])
 def test_phase_checks_read_their_own_phases(tmp_path, phases, expected):
     task = read_task_folder(make_task(tmp_path, "good"))
     trial = TrialResult(setup=SetupResult(ok=True), phases=tuple(phases))
     evidence = Evidence(task=task, config=ValidationConfig(), trial=trial, environment="fast")
-    verdicts = [v.check(evidence) for v in registry.select(["nop", "oracle", "mutations"])]
+    verdicts = [v.check(evidence) for v in registry.select(["nop", "oracle", "alternatives",
+                                                                    "mutations"])]
     failed = {v.check: v.reason for v in verdicts if v is not None and not v.passed}
     assert failed == expected
 

@@ -74,6 +74,12 @@ def validate(
              "(18 phases).")] = Probes.COMBINED,
     report: Annotated[Path, typer.Option(help="Where to write the JSON report.")] = Path(
         "taskloom-validation.json"),
+    alternatives: Annotated[Path | None, typer.Option(
+        "--alternatives", exists=True, file_okay=False, dir_okay=True,
+        help="A folder of more correct solutions, each of which must earn reward 1 (else "
+             "over-specified): DIR/<task id>/*.sh for one task, DIR/*.sh for every task. "
+             "Tasks may also ship their own as solution/alternatives/*.sh.",
+        show_default=False)] = None,
     keep_images: Annotated[bool, typer.Option(help="Keep images built in strict mode.")] = False,
     show_logs: Annotated[bool, typer.Option("--logs", help="Print the log excerpt of every "
                                                          "failed check.")] = False,
@@ -84,11 +90,11 @@ def validate(
     model: ModelOption = None,
     base_url: BaseUrlOption = None,
 ) -> None:
-    """Prove Harbor tasks work: build → nop (0) → oracle ×R (1) → tamper probes (0) → leakage.
+    """Prove Harbor tasks work: nop 0, oracle ×R 1, alternatives 1, tamper probes 0, no leak.
 
     Exits 0 only when every task is accepted. Each rejection has a reason code:
-    structure, build, trivial, oracle-fails, flaky, timeout, weak-tests, hackable, leak,
-    verifier (and underspecified from the judge).
+    structure, build, trivial, oracle-fails, flaky, timeout, over-specified, weak-tests,
+    hackable, leak, verifier (and underspecified from the judge).
     """
     from taskloom.config import ValidationConfig
     from taskloom.harbor import find_task_folders
@@ -97,7 +103,8 @@ def validate(
 
     selection = tuple(c.strip() for c in (checks or "").split(",") if c.strip())
     config = ValidationConfig(repeats=repeats, mode=mode.value, checks=selection,
-                              probes=probes.value, keep_images=keep_images)
+                              probes=probes.value, keep_images=keep_images,
+                              alternatives=str(alternatives) if alternatives else None)
     try:
         chat = _chat(model, base_url)
         folders = find_task_folders(paths)

@@ -77,7 +77,8 @@ class TaskRow(Frozen):
     environment_files: tuple[FileEntry, ...] = Field(
         description="environment/ files (the Dockerfile and what it COPYs), by path.")
     solution_files: tuple[FileEntry, ...] = Field(
-        description="solution/ files (solve.sh: the reference solution), by path.")
+        description="solution/ files (solve.sh: the reference solution; alternatives/*.sh: "
+                    "other correct solutions), by path.")
     test_files: tuple[FileEntry, ...] = Field(
         description="tests/ files (test.sh and the pytest checks), by path.")
     solution_commands: int = Field(description="Commands in solve.sh (action complexity).")

@@ -6,6 +6,7 @@
 | build | structure | build | the environment builds (or is set up) within its limit |
 | nop | build | trivial, timeout, verifier | the untouched environment gets reward 0 |
 | oracle | build | oracle-fails, flaky, timeout, verifier | solve.sh gets reward 1, R times |
+| alternatives | build | over-specified, timeout, verifier | each alternatives/*.sh gets 1 |
 | mutations | build | weak-tests, verifier | solve.sh minus any marked step gets 0 |
 | tamper | build | hackable | no probe that does no part of the task earns a reward |
 | leakage | structure | leak | no test/solution file in context or image; no stated answer |
@@ -20,6 +21,7 @@ check is one module with one `Validator` and a `register` call (or a line here).
 from __future__ import annotations
 
 from taskloom.errors import ConfigError
+from taskloom.validators.alternatives import AlternativesCheck
 from taskloom.validators.build import BuildCheck
 from taskloom.validators.judge import JudgeCheck
 from taskloom.validators.leakage import LeakageCheck
@@ -109,6 +111,6 @@ def _known(name: str, field: str) -> None:
                           fix=f"use some of: {', '.join(_TABLE)}")
 
 
-for _builtin in (StructureCheck(), BuildCheck(), NopCheck(), OracleCheck(), MutationCheck(),
-                 TamperCheck(), LeakageCheck(), JudgeCheck()):
+for _builtin in (StructureCheck(), BuildCheck(), NopCheck(), OracleCheck(),
+                 AlternativesCheck(), MutationCheck(), TamperCheck(), LeakageCheck(), JudgeCheck()):
     register(_builtin)

@@ -51,6 +51,9 @@ class DraftAnswer(Answer):
     setup: list[str] = Field(description="Bash lines run as root when the environment is "
                              "built (may be empty).")
     steps: list[StepAnswer] = Field(min_length=1, description="Reference solution steps.")
+    alternative: list[str] = Field(description="Bash lines of a second, independent correct "
+                                   "solution, written from the instruction alone with other "
+                                   "tools than the steps use; the tests must accept it too.")
     tests: list[str] = Field(min_length=1, description="Lines of a pytest file checking "
                              "the results at absolute paths.")
     expected_values: list[str] = Field(description="Exact values the tests expect; the "
@@ -65,6 +68,8 @@ class RefineAnswer(Answer):
     files: list[FileAnswer] | None = Field(description="Files to add or replace, or null.")
     setup: list[str] | None = Field(description="New setup lines, or null.")
     steps: list[StepAnswer] | None = Field(description="New solution steps, or null.")
+    alternative: list[str] | None = Field(description="New alternative solution lines, or "
+                                          "null.")
     tests: list[str] | None = Field(description="New pytest file lines, or null.")
     expected_values: list[str] | None = Field(description="New expected values, or null.")
 

@@ -153,7 +153,7 @@ def _refine(asked: _Asked, rng: random.Random) -> dict[str, Any]:
     first = asked.find(r"^- (.+)$", failures, default="no failing check was reported")
     return {"diagnosis": f"validation reported {first[:160]}; the draft is kept as it is",
             "instruction": None, "files": None, "setup": None, "steps": None,
-            "tests": None, "expected_values": None}
+            "alternative": None, "tests": None, "expected_values": None}
 
 
 def _judge(asked: _Asked, rng: random.Random) -> dict[str, Any]:
@@ -203,6 +203,7 @@ class _Step:
     commands: list[str]
     test: list[str]  # one pytest function
     values: list[str]  # expected values the instruction must not state
+    other: list[str]  # the same step with other tools (the alternative solution)
 
 
 def _text_test(name: str, path: str, lines: list[str]) -> list[str]:
@@ -220,7 +221,13 @@ def _select(data: _Data, source: str, out: str) -> _Step:
         f"`{out}/selected.csv`.", "awk",
         [f"mkdir -p {out}",
          f"awk -F, 'NR == 1 || $3 == \"{data.category}\"' {source} > {out}/selected.csv"],
-        _text_test("selected_rows", "selected.csv", [HEADER, *data.selected_lines]), [])
+        _text_test("selected_rows", "selected.csv", [HEADER, *data.selected_lines]), [],
+        [f"mkdir -p {out}", f"python3 - {source} {out}/selected.csv <<'PY'", "import sys",
+         "lines = open(sys.argv[1]).read().splitlines()",
+         "rows = [l for l in lines[1:] if not l.startswith('#') and "
+         f"l.split(',')[2:3] == [{data.category!r}]]",
+         "open(sys.argv[2], 'w').write(''.join(l + '\\n' for l in lines[:1] + rows))",
+         "PY"])
 
 
 def _sort(data: _Data, out: str) -> _Step:
@@ -230,7 +237,11 @@ def _sort(data: _Data, out: str) -> _Step:
         f"Write the data rows of `{out}/selected.csv` (no header) to `{out}/by_amount.csv`, "
         "sorted by `amount` from largest to smallest.", "tail, sort",
         [f"tail -n +2 {out}/selected.csv | sort -t, -k4,4nr > {out}/by_amount.csv"],
-        _text_test("rows_by_amount", "by_amount.csv", lines), [])
+        _text_test("rows_by_amount", "by_amount.csv", lines), [],
+        [f"python3 - {out}/selected.csv {out}/by_amount.csv <<'PY'", "import sys",
+         "rows = open(sys.argv[1]).read().splitlines()[1:]",
+         "rows.sort(key=lambda l: -int(l.split(',')[3]))",
+         "open(sys.argv[2], 'w').write(''.join(l + '\\n' for l in rows))", "PY"])
 
 
 def _total(data: _Data, out: str) -> _Step:
@@ -241,7 +252,9 @@ def _total(data: _Data, out: str) -> _Step:
         "as a whole number on one line.", "awk",
         [f"awk -F, 'NR > 1 {{ s += $4 }} END {{ printf \"%d\\n\", s }}' "
          f"{out}/selected.csv > {out}/total.txt"],
-        _text_test("total_amount", "total.txt", [total]), [total])
+        _text_test("total_amount", "total.txt", [total]), [total],
+        [f"tail -n +2 {out}/selected.csv | cut -d, -f4 | paste -sd+ - | bc "
+         f"> {out}/total.txt"])
 
 
 def _per_owner(data: _Data, out: str) -> _Step:
@@ -255,7 +268,9 @@ def _per_owner(data: _Data, out: str) -> _Step:
         f"to `{out}/per_owner.txt`, ordered by owner name.", "cut, sort, uniq",
         [f"tail -n +2 {out}/selected.csv | cut -d, -f2 | LC_ALL=C sort | uniq -c | "
          f"awk '{{ print $2, $1 }}' > {out}/per_owner.txt"],
-        _text_test("rows_per_owner", "per_owner.txt", lines), lines)
+        _text_test("rows_per_owner", "per_owner.txt", lines), lines,
+        [f"awk -F, 'NR > 1 {{ n[$2]++ }} END {{ for (o in n) print o, n[o] }}' "
+         f"{out}/selected.csv | LC_ALL=C sort > {out}/per_owner.txt"])
 
 
 def _top(data: _Data, out: str) -> _Step:
@@ -266,7 +281,9 @@ def _top(data: _Data, out: str) -> _Step:
         f"to `{out}/top_owners.txt`, one per line, largest first.", "sort, head, cut",
         [f"tail -n +2 {out}/selected.csv | sort -t, -k4,4nr | head -n 3 | cut -d, -f2 "
          f"> {out}/top_owners.txt"],
-        _text_test("top_owners", "top_owners.txt", owners), [])
+        _text_test("top_owners", "top_owners.txt", owners), [],
+        [f"tail -n +2 {out}/selected.csv | sort -t, -k4,4n | tail -n 3 | tac | "
+         f"awk -F, '{{ print $2 }}' > {out}/top_owners.txt"])
 
 
 def _ids(data: _Data, out: str) -> _Step:
@@ -276,7 +293,9 @@ def _ids(data: _Data, out: str) -> _Step:
         f"List the `id` of every selected row in `{out}/ids.txt`, one per line, in "
         "ascending order.", "cut, sort",
         [f"tail -n +2 {out}/selected.csv | cut -d, -f1 | LC_ALL=C sort > {out}/ids.txt"],
-        _text_test("selected_ids", "ids.txt", ids), [])
+        _text_test("selected_ids", "ids.txt", ids), [],
+        [f"awk -F, 'NR > 1 {{ print $1 }}' {out}/selected.csv | LC_ALL=C sort "
+         f"> {out}/ids.txt"])
 
 
 def _checksum(data: _Data, out: str) -> _Step:
@@ -287,7 +306,10 @@ def _checksum(data: _Data, out: str) -> _Step:
         f"Record the SHA-256 checksum of `{out}/selected.csv` in `{out}/selected.sha256`, "
         f"as `sha256sum` prints it when run in `{out}` (`HASH  selected.csv`).", "sha256sum",
         [f"(cd {out} && sha256sum selected.csv > selected.sha256)"],
-        _text_test("checksum", "selected.sha256", [f"{digest}  selected.csv"]), [digest])
+        _text_test("checksum", "selected.sha256", [f"{digest}  selected.csv"]), [digest],
+        [f"python3 -c 'import hashlib, sys; print(hashlib.sha256(open(sys.argv[1], \"rb\")"
+         f".read()).hexdigest() + \"  selected.csv\")' {out}/selected.csv "
+         f"> {out}/selected.sha256"])
 
 
 def _archive(data: _Data, out: str) -> _Step:
@@ -302,7 +324,10 @@ def _archive(data: _Data, out: str) -> _Step:
          "        member = archive.extractfile('selected.csv')",
          "        assert member is not None",
          "        assert member.read().decode() == "
-         "''.join(line + '\\n' for line in SELECTED)"], [])
+         "''.join(line + '\\n' for line in SELECTED)"], [],
+        [f"python3 -c 'import sys, tarfile; t = tarfile.open(sys.argv[1], \"w:gz\"); "
+         f"t.add(sys.argv[2], arcname=\"selected.csv\"); t.close()' "
+         f"{out}/selected.tar.gz {out}/selected.csv"])
 
 
 FOLLOWING: tuple[Callable[[_Data, str], _Step], ...] = (
@@ -344,6 +369,7 @@ def _draft(asked: _Asked, rng: random.Random) -> dict[str, Any]:
     return {"instruction": instruction, "workdir": root,
             "files": [{"path": source, "lines": data.lines}], "setup": [],
             "steps": [{"title": s.title, "commands": s.commands} for s in steps],
+            "alternative": [line for s in steps for line in s.other],
             "tests": tests, "expected_values": values}
 
 

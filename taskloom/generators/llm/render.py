@@ -17,12 +17,15 @@ from taskloom.generators.llm.answers import DraftAnswer, FileAnswer, RefineAnswe
 from taskloom.generators.procedural.assemble import task_fingerprint, task_id
 from taskloom.generators.protocols import Blueprint
 from taskloom.generators.verifier import verifier_files
-from taskloom.models import Task, TaskConfig, TaskFile, sorted_files
+from taskloom.models import ALTERNATIVES, Task, TaskConfig, TaskFile, sorted_files
 from taskloom.sandbox.base_image import BASE_IMAGE
 from taskloom.skill_graph.model import SkillGraph
 
 SETUP_HEADER = "#!/bin/bash\nset -eu\n"
 SOLUTION_HEADER = "#!/bin/bash\n# Reference solution.\nset -eu\n"
+ALTERNATIVE_HEADER = ("#!/bin/bash\n# Another correct solution, written from the instruction "
+                      "with other tools.\nset -eu\n")
+ALTERNATIVE_FILE = f"{ALTERNATIVES}/model.sh"
 STEP_MARKER = re.compile(r"^# taskloom:step (\d+) ?(.*)$")
 RESERVED = ("/tests", "/solution", "/logs", "/proc", "/sys", "/dev")
 MAX_FILES = 64
@@ -88,10 +91,13 @@ def render_task(answer: DraftAnswer, blueprint: Blueprint, graph: SkillGraph, *,
         "environment": {"build_timeout_sec": 300.0, "cpus": 1, "memory_mb": 1024,
                         "storage_mb": 2048, "network_mode": "no-network"},
     })
+    solutions = [TaskFile(path="solve.sh", content=solution.encode(), mode=0o755)]
+    if any(line.strip() for line in answer.alternative):
+        solutions.append(TaskFile(path=ALTERNATIVE_FILE, mode=0o755, content=(
+            ALTERNATIVE_HEADER + _text(answer.alternative)).encode()))
     task = Task(name=task_id(blueprint), config=config, instruction=_text(answer.instruction),
                 environment=sorted_files(environment.values()),
-                solution=(TaskFile(path="solve.sh", content=solution.encode(), mode=0o755),),
-                tests=verifier_files(_text(answer.tests)))
+                solution=sorted_files(solutions), tests=verifier_files(_text(answer.tests)))
     return with_fingerprint(task)
 
 
@@ -127,6 +133,7 @@ def answer_of_task(task: Task, expected_values: tuple[str, ...]) -> DraftAnswer:
         steps.append(StepAnswer(title=title, commands=commands))
     tests_file = next((f for f in task.tests if f.path.endswith(".py")), None)
     return DraftAnswer.model_construct(
+        alternative=_script_body(task.alternatives[0].content) if task.alternatives else [],
         instruction=task.instruction.splitlines(), workdir=workdirs[-1] if workdirs else "/",
         files=files, setup=setup, steps=steps,
         tests=_lines(tests_file.content) if tests_file else [],
@@ -136,7 +143,7 @@ def answer_of_task(task: Task, expected_values: tuple[str, ...]) -> DraftAnswer:
 def apply_repair(answer: DraftAnswer, repair: RefineAnswer) -> DraftAnswer:
     """`answer` with the fields `repair` replaces (files are replaced or added by path)."""
     update = {name: getattr(repair, name) for name in
-              ("instruction", "setup", "steps", "tests", "expected_values")
+              ("instruction", "setup", "steps", "alternative", "tests", "expected_values")
               if getattr(repair, name) is not None}
     if repair.files is not None:
         files = {f.path: f for f in answer.files}
@@ -162,6 +169,14 @@ def _one_line(text: str) -> str:
 
 def _text(lines: list[str]) -> str:
     return "".join(line.rstrip("\n") + "\n" for line in lines)
+
+
+def _script_body(content: bytes) -> list[str]:
+    """A script's lines after its header: the shebang, leading comments, `set -eu`."""
+    lines = _lines(content)
+    while lines and (lines[0].startswith("#") or lines[0].strip() in ("", "set -eu")):
+        lines = lines[1:]
+    return lines
 
 
 def _lines(content: bytes) -> list[str]:

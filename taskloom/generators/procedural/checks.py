@@ -8,6 +8,9 @@ generation time; an assertion only embeds them.
 - `set`: lines compared as a multiset, whitespace at line ends ignored (strictness 1);
 - `lines`: same lines in the same order, whitespace at line ends ignored (strictness 2);
 - `exact`: the exact bytes, final newline included (strictness 3).
+`form` says what else the instruction leaves free below `exact`: `csv` compares the rows
+as RFC 4180 reads them (any quoting, CRLF or LF), `paths` lets a relative path start
+with `./`.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 Compare = Literal["set", "lines", "exact"]
+Form = Literal["text", "csv", "paths"]
 # What the account database is: a check of users and groups reads these.
 ACCOUNT_FILES = ("/etc/passwd", "/etc/group", "/etc/shadow", "/etc/gshadow")
 
@@ -43,13 +47,24 @@ def _norm(text):
     return [line.rstrip() for line in text.rstrip("\\n").split("\\n")] if text.strip() else []
 
 
-def _same(actual, expected, compare):
+def _same(actual, expected, compare, form="text"):
     if compare == "exact":
         assert actual == expected
-    elif compare == "lines":
-        assert _norm(actual) == _norm(expected)
+        return
+    if form == "csv":  # rows as RFC 4180 reads them: quoting and line ends are free
+        import csv
+        import io
+        actual, expected = ([row for row in csv.reader(io.StringIO(text, newline=""))
+                             if row] for text in (actual, expected))
     else:
-        assert sorted(_norm(actual)) == sorted(_norm(expected))
+        actual, expected = _norm(actual), _norm(expected)
+        if form == "paths":  # a relative path may start with ./
+            actual, expected = ([line[2:] if line.startswith("./") else line
+                                 for line in lines] for lines in (actual, expected))
+    if compare == "lines":
+        assert actual == expected
+    else:
+        assert sorted(actual) == sorted(expected)
 
 
 def _run(argv):
@@ -215,10 +230,16 @@ class FileText(Assertion):
     path: str = ""
     expected: str = ""
     compare: Compare = "lines"
+    form: Form = "text"
 
     def body(self) -> list[str]:
-        return [f"actual = Path({self.path!r}).read_text(encoding='utf-8')",
-                f"_same(actual, {self.expected!r}, {self.compare!r})"]
+        if self.form == "text":
+            return [f"actual = Path({self.path!r}).read_text(encoding='utf-8')",
+                    f"_same(actual, {self.expected!r}, {self.compare!r})"]
+        newline = ", newline=''" if self.form == "csv" else ""  # csv reads the line ends
+        return [f"with open({self.path!r}, encoding='utf-8'{newline}) as handle:",
+                "    actual = handle.read()",
+                f"_same(actual, {self.expected!r}, {self.compare!r}, {self.form!r})"]
 
     def reads(self) -> tuple[str, ...]:
         return (self.path,)
@@ -387,6 +408,36 @@ class ArchiveMembers(Assertion):
                      "archive.extractfile(m).read()).hexdigest() for m in archive.getmembers() "
                      "if m.isfile()}"]
         return [*lines, f"assert found == {expected!r}"]
+
+    def reads(self) -> tuple[str, ...]:
+        return (self.path,)
+
+
+@dataclass(frozen=True)
+class IniSetting(Assertion):
+    """An INI file's setting `key` in `[section]` has this value, whatever else changed.
+
+    Read as the task's INI files are: `[name]` opens a section, `#` and `;` lines are
+    comments, `key = value` with blanks around both trimmed.
+    """
+
+    path: str = ""
+    section: str = ""
+    key: str = ""
+    expected: str = ""
+
+    def body(self) -> list[str]:
+        return ["import re",
+                "section, found = None, []",
+                f"for line in Path({self.path!r}).read_text(encoding='utf-8').splitlines():",
+                "    header = re.match(r'^\\[([^\\]]+)\\]\\s*$', line)",
+                "    if header:",
+                "        section = header.group(1)",
+                "    elif not line.lstrip().startswith(('#', ';')) and '=' in line:",
+                "        key, value = line.split('=', 1)",
+                f"        if section == {self.section!r} and key.strip() == {self.key!r}:",
+                "            found.append(value.strip())",
+                f"assert found == [{self.expected!r}]"]
 
     def reads(self) -> tuple[str, ...]:
         return (self.path,)

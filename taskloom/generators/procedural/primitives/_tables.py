@@ -127,6 +127,12 @@ class Condition:
             return f'{field} == "{self.value}"'
         return f"{field} {self.op} {self.value}"
 
+    def python(self, expression: str) -> str:
+        """The condition on a Python value (`expression`; a CSV string or a JSON value)."""
+        if self.op == "==":
+            return f"{expression} == {self.value!r}"
+        return f"Decimal(str({expression})) {self.op} {self.value}"
+
     def sql(self) -> str:
         """The condition as an SQL expression."""
         if self.op == "==":
@@ -190,3 +196,58 @@ def derive(source: str, prefix: str, postfix: str) -> str:
     so long chains read as a pipeline instead of nested "of the rows of the columns of".
     """
     return postfix if DERIVED.search(source) else prefix
+
+
+# What CSV outputs look like where the instruction demands exact bytes (strictness 3).
+# Below that the checks read CSV as RFC 4180 does (`FileText(form="csv")`), so quoting and
+# line ends are the agent's choice and the instruction leaves them open.
+CSV_NOTE = ("CSV files you write have the header row first, then one line per row, values "
+            "separated by commas and never quoted, every line ending in a newline (LF).")
+
+
+def csv_notes(ctx: StepContext) -> tuple[str, ...]:
+    """The notes of a step that writes CSV: `CSV_NOTE` where bytes are compared."""
+    return (CSV_NOTE,) if ctx.difficulty.strictness == 3 else ()
+
+
+# The stdlib Python that alternative solutions of table steps start with: the other tool
+# family than awk/cut/sort/jq. CSV is read with the csv module (so quoted values and CRLF
+# line ends of an earlier step's output read right), JSON with the json module. Passed as
+# the prelude of `ctx.python`: where the instruction demands exact bytes (strictness 3,
+# `EXACT`) text ends with a newline (`END`) and CSV is written unquoted; otherwise the final
+# newline of text is the agent's choice, and it is left out, and CSV quotes every value and
+# ends lines with CRLF.
+PY_TABLES = r'''import csv, io, json, sys
+EXACT = END == '\n'
+from collections import Counter
+from decimal import Decimal
+def read_csv(path):
+    """The header and the data rows of a CSV file."""
+    with open(path, newline='', encoding='utf-8') as handle:
+        header, *rows = [row for row in csv.reader(handle) if row]
+    return header, rows
+def write_lines(path, lines):
+    with open(path, 'w', encoding='utf-8') as handle:
+        handle.write('\n'.join(lines) + (END if lines else ''))
+def write_csv(path, rows):
+    """RFC 4180 CSV; every value quoted and CRLF line ends where the format is free."""
+    if EXACT:
+        buffer = io.StringIO()
+        csv.writer(buffer, lineterminator='\n').writerows(rows)
+        write_lines(path, buffer.getvalue().split('\n')[:-1])
+    else:
+        with open(path, 'w', newline='', encoding='utf-8') as handle:
+            csv.writer(handle, quoting=csv.QUOTE_ALL).writerows(rows)
+def read_json(path):
+    with open(path, encoding='utf-8') as handle:
+        return json.load(handle)
+def write_json(path, value):
+    """Compact, keys sorted, non-ASCII escaped: not how jq prints, the same JSON value."""
+    with open(path, 'w', encoding='utf-8') as handle:
+        json.dump(value, handle, sort_keys=True, separators=(',', ':'))
+def shortest(value):
+    """A JSON value as text: numbers in their shortest form (7.0 as 7)."""
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else repr(value)
+    return str(value)
+'''

@@ -120,3 +120,29 @@ def ext_words(extensions: list[str]) -> str:
     """The extensions for a sentence: `.a`, `.b` or `.c`."""
     names = [f"`.{ext}`" for ext in extensions]
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+
+
+# The stdlib Python that alternative solutions of tree steps start with: the other tool
+# family than find/sort/sha256sum. Paths are bytes (`os.fsencode`), so sorting them is byte
+# order and names with spaces or non-ASCII letters go through unchanged. Passed as the
+# prelude of `ctx.python`; reports end with a newline (`END`) only where the instruction
+# demands exact bytes (strictness 3).
+PY_TREE = r'''import calendar, fnmatch, hashlib, os, shutil, stat, sys, time
+ARGS = [os.fsencode(arg) for arg in sys.argv[1:]]
+def regular(base):
+    """(path, path relative to base) of every regular file below base, hidden ones too."""
+    for folder, _, names in os.walk(base):
+        for name in names:
+            path = os.path.join(folder, name)
+            if stat.S_ISREG(os.lstat(path).st_mode):
+                yield path, os.path.relpath(path, base)
+def write(path, lines):
+    with open(path, 'wb') as handle:
+        handle.write(b'\n'.join(lines) + (END.encode() if lines else b''))
+def epoch(text):
+    """'YYYY-MM-DD HH:MM UTC' as epoch seconds."""
+    return calendar.timegm(time.strptime(text, '%Y-%m-%d %H:%M UTC'))
+def sha(path):
+    with open(path, 'rb') as handle:
+        return hashlib.sha256(handle.read()).hexdigest().encode()
+'''

@@ -36,6 +36,124 @@ from taskloom.generators.procedural.primitives._trees import (
 from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
 from taskloom.generators.procedural.world import DAY, lines_text, q
 
+# The alternatives below are written from the instruction sentences alone, with Python's
+# tarfile/zipfile/os/shutil in place of tar, zip, find, sort and rsync.
+_PACK_TAR = r"""import fnmatch, os, sys, tarfile
+src, out, top, patterns = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+with tarfile.open(out, 'w:gz') as archive:
+    for folder, dirs, names in os.walk(src):
+        for name in names:
+            if any(fnmatch.fnmatchcase(name, p) for p in patterns):
+                continue
+            path = os.path.join(folder, name)
+            rel = os.path.relpath(path, src)
+            archive.add(path, arcname=os.path.join(top, rel) if top else rel, recursive=False)
+"""
+
+_READ_MEMBERS = r"""import os, sys, tarfile, zipfile
+def members(path):
+    # (name, bytes) of the file members; zip names without the UTF-8 flag are UTF-8 bytes
+    # that zipfile decoded as cp437 (Info-ZIP writes them so)
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as archive:
+            for info in archive.infolist():
+                name = info.filename
+                if not info.flag_bits & 0x800:
+                    try:
+                        name = name.encode('cp437').decode('utf-8')
+                    except UnicodeError:
+                        pass
+                if not name.endswith('/'):
+                    yield name, archive.read(info)
+    else:
+        with tarfile.open(path) as archive:
+            for member in archive:
+                if not member.isdir():
+                    yield member.name, archive.extractfile(member).read()
+"""
+
+_EXTRACT = _READ_MEMBERS + r"""src, dest, top = sys.argv[1:4]
+os.makedirs(dest, exist_ok=True)
+for name, data in members(src):
+    name = name.lstrip('/')
+    while name.startswith('./'):
+        name = name[2:].lstrip('/')
+    if top:
+        name = name.split('/', 1)[1]
+    target = os.path.join(dest, name)
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    with open(target, 'wb') as handle:
+        handle.write(data)
+"""
+
+_LIST = _READ_MEMBERS + r"""src, out, top = sys.argv[1:4]
+names = [name.split('/', 1)[1] if top else name for name, _ in members(src)]
+names.sort(key=lambda name: name.encode('utf-8', 'surrogateescape'))
+with open(out, 'wb') as handle:
+    for name in names:
+        handle.write(name.encode('utf-8', 'surrogateescape') + b'\n')
+"""
+
+_ZIP = r"""import os, sys, zipfile
+src, out, top, endings = sys.argv[1], sys.argv[2], sys.argv[3], tuple(sys.argv[4:])
+with zipfile.ZipFile(out, 'w', zipfile.ZIP_DEFLATED) as archive:
+    for folder, dirs, names in os.walk(src):
+        for name in names:
+            if name.endswith(endings):
+                path = os.path.join(folder, name)
+                rel = os.path.relpath(path, src)
+                archive.write(path, os.path.join(top, rel) if top else rel)
+"""
+
+_PRUNE = r"""import os, sys
+folder, pattern, keep = sys.argv[1], sys.argv[2], int(sys.argv[3])
+head, tail = pattern.split('YYYY-MM-DD')
+def date(name):
+    # the YYYY-MM-DD in a name of the series, else None
+    if not (name.startswith(head) and name.endswith(tail)):
+        return None
+    middle = name[len(head):len(name) - len(tail)]
+    parts = middle.split('-')
+    sizes = [len(part) for part in parts]
+    if sizes == [4, 2, 2] and all(c in '0123456789' for c in ''.join(parts)):
+        return middle
+    return None
+series = [(date(name), name) for name in os.listdir(folder)
+          if date(name) and os.path.isfile(os.path.join(folder, name))]
+series.sort(reverse=True)
+for _, name in series[keep:]:
+    os.remove(os.path.join(folder, name))
+"""
+
+_MIRROR = r"""import fnmatch, os, shutil, sys
+src, dest, patterns = sys.argv[1], sys.argv[2], sys.argv[3:]
+wanted = set()
+for folder, dirs, names in os.walk(src):
+    for name in names:
+        if any(fnmatch.fnmatchcase(name, p) for p in patterns):
+            continue
+        rel = os.path.relpath(os.path.join(folder, name), src)
+        wanted.add(rel)
+        target = os.path.join(dest, rel)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        if os.path.isdir(target) and not os.path.islink(target):
+            shutil.rmtree(target)
+        elif os.path.lexists(target):
+            os.remove(target)
+        shutil.copy2(os.path.join(folder, name), target)
+for folder, dirs, names in os.walk(dest, topdown=False):
+    for name in names:
+        path = os.path.join(folder, name)
+        if os.path.relpath(path, dest) not in wanted:
+            os.remove(path)
+    for name in dirs:
+        path = os.path.join(folder, name)
+        if os.path.islink(path):
+            os.remove(path)
+        elif not os.path.isdir(os.path.join(src, os.path.relpath(path, dest))):
+            shutil.rmtree(path)
+"""
+
 
 def _digests(members) -> tuple[tuple[str, str], ...]:
     return tuple((name, sha256(data)) for name, data in members)
@@ -129,6 +247,7 @@ def create_tar(ctx: StepContext, source) -> StepResult:
                         else " (members named by their path relative to it)"),
                        format="tar.gz", members=members),
         instruction=sentence, solution=solution,
+        alternative=ctx.python([tree.path, out, top if with_top else "", *patterns], _PACK_TAR),
         checks=[ArchiveMembers(f"`{out}` holds the files{but}", path=out,
                                format="tar.gz", members=_digests(members))],
         tools=("tar",) if with_top else ("find", "sort", "tar"))
@@ -171,6 +290,7 @@ def extract(ctx: StepContext, source) -> StepResult:
                         f"{archive.phrase}",
                         files=files),
         instruction=sentence, solution=solution,
+        alternative=ctx.python([archive.path, dest, top if strip else ""], _EXTRACT),
         checks=moved_checks(f"{dest} holds the extracted files", dest, list(files),
                             list(files)),
         tools=("mkdir", tool))
@@ -204,6 +324,7 @@ def list_members(ctx: StepContext, source) -> StepResult:
                       lines=tuple(listed)),
         instruction=sentence,
         solution=f"{lister} | grep -v '/$'{strip_cmd} | LC_ALL=C sort > {q(out)}",
+        alternative=ctx.python([archive.path, out, top if strip else ""], _LIST),
         checks=[FileText(f"`{out}` lists the archive's files", path=out,
                          expected=lines_text(listed), compare=ctx.compare())],
         tools=("unzip" if archive.format == "zip" else "tar", "grep", "sort"))
@@ -245,6 +366,8 @@ def zip_selected(ctx: StepContext, source) -> StepResult:
                         else " (members named by their path relative to it)"),
                        format="zip", members=members),
         instruction=sentence, solution=solution,
+        alternative=ctx.python([tree.path, out, top if with_top else "",
+                                *(f".{ext}" for ext in extensions)], _ZIP),
         checks=[ArchiveMembers(f"`{out}` holds the {words} files", path=out, format="zip",
                                members=_digests(members))],
         tools=("find", "zip"))
@@ -295,6 +418,7 @@ def prune_dated(ctx: StepContext, source) -> StepResult:
         output=FileTree(path=tree.path, phrase=f"{tree.phrase} once pruned of the old "
                         f"`{pattern}` backups", files=remaining),
         instruction=sentence, solution=solution,
+        alternative=ctx.python([where, pattern, str(keep)], _PRUNE),
         checks=[TreeListing(f"only the {keep} newest backups remain in {where}",
                             root=tree.path, expected=tuple(f.relpath for f in remaining))],
         tools=("ls", "grep", "sort", "tail", "rm"), side_effect=True)
@@ -368,6 +492,7 @@ def mirror_rsync(ctx: StepContext, source) -> StepResult:
                         (f" without its {left_out}" if patterns else ""), files=tuple(kept)),
         instruction=sentence,
         solution=f"rsync -a --delete{excludes} {q(tree.path)}/ {q(dest)}/",
+        alternative=ctx.python([tree.path, dest, *patterns], _MIRROR),
         checks=[*moved_checks(f"{dest} mirrors the source", dest, kept, kept),
                 *mtime_check("the mirror keeps the modification times", dest, kept)],
         tools=("rsync",), side_effect=stale)  # updating an existing mirror changes the host

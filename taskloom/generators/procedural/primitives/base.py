@@ -7,6 +7,12 @@ with `@primitive("area.skill")`. It must:
   output path and format, and an output `phrase` for goal-only instructions;
 - give a bash solution fragment that uses the real tools (quote paths with `q`);
 - give checks on its output (`ctx.compare(...)` picks the strictness);
+- give an alternative bash fragment that reaches the same state by other means (another
+  tool family, another order or formatting the instruction allows), written from the
+  instruction sentence alone: validation requires it to earn reward 1 too, so checks
+  that demand more than the instruction states are found (`over-specified`); a stdlib
+  python3 alternative is built with `ctx.python(args, code, prelude=...)`, which quotes the
+  arguments and defines `END`, the text after a written text file's last line;
 - change its input: a step whose output equals its input would be a weak step.
 A source is a function `(ctx) -> Artifact` registered with `@source("type")` that writes
 realistic input data into `ctx.world` and describes it. Raise `NotApplicable` when an
@@ -16,13 +22,13 @@ input cannot support the step (the generator then tries another plan).
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from taskloom.generators.procedural.artifacts import Artifact
 from taskloom.generators.procedural.checks import Assertion, Compare
 from taskloom.generators.procedural.domains import Domain
-from taskloom.generators.procedural.world import World
+from taskloom.generators.procedural.world import World, q
 from taskloom.generators.protocols import Difficulty
 
 
@@ -37,6 +43,7 @@ class StepResult:
     tools: tuple[str, ...]
     notes: tuple[str, ...] = ()  # extra instruction notes (malformed lines, formats)
     side_effect: bool = False  # its checks always run, even when its output is intermediate
+    alternative: str = ""  # bash lines: the same state by other tools, from the instruction
 
 
 @dataclass
@@ -56,6 +63,16 @@ class StepContext:
     def final(self) -> bool:
         """True for the last step of the workflow."""
         return self.step == self.steps
+
+    @property
+    def hidden(self) -> bool:
+        """True when the instruction will not show this step's sentence.
+
+        A goal-only task (specification 3) states the last step and the steps with side
+        effects; the others are the agent's own way there. A free choice of a hidden step
+        (an archive's path prefix, say) must then not shape what a later check expects.
+        """
+        return self.difficulty.specification == 3 and not self.final
 
     def phrase(self, options: list[str]) -> str:
         """One of several phrasings (primitives give at least three)."""
@@ -108,6 +125,24 @@ class StepContext:
     def hint(self, text: str) -> str:
         """A tool hint, shown only at the most explicit specification level."""
         return f" ({text})" if self.difficulty.specification == 1 else ""
+
+    def python(self, args: Iterable[object], code: str, *, prelude: str = "",
+               shell_words: Iterable[str] = ()) -> str:
+        r"""A bash fragment running `code` with python3 from a heredoc (alternatives).
+
+        It is `python3 - ARGS <<'PY'`, then `END = '\n'` or `END = ''`, `prelude` and `code`
+        (each stripped), then `PY`. ARGS are `shell_words` as given (already shell words,
+        such as `"$table"`), then each of `args` as `q(str(arg))`: the script reads them as
+        `sys.argv[1:]`. END (a str; `END.encode()` for bytes) is the text after the last
+        line of a written text file: a newline only at strictness 3, where the instruction
+        states exact bytes; below it the final newline is the agent's choice, and the
+        alternatives leave it out. `prelude` is a family's shared helpers (`PY_TABLES`).
+        """
+        words = [*shell_words, *(q(str(arg)) for arg in args)]
+        end = "\n" if self.difficulty.strictness == 3 else ""
+        body = "\n".join(part for part in (f"END = {end!r}", prelude.strip(), code.strip())
+                          if part)
+        return f"{' '.join(['python3', '-', *words])} <<'PY'\n{body}\nPY"
 
 
 PrimitiveFn = Callable[[StepContext, Artifact], StepResult]

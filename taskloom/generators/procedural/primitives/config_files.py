@@ -3,15 +3,19 @@
 Files are `[section]` headers and `key = value` lines; lines starting with `#` or `;` are
 comments, some of them old settings commented out, which a careless `grep key` picks up.
 The same keys appear in every section, so an edit has to be scoped to its section.
+
+An edit is a side effect: its check runs on the final file. The last edit checks the whole
+file; an earlier one checks only its setting, which later edits leave alone (`pinned`).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import ConfigFile, Report, TextFile
-from taskloom.generators.procedural.checks import FileText
+from taskloom.generators.procedural.checks import FileText, IniSetting
 from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
 from taskloom.generators.procedural.world import lines_text, q
 
@@ -23,6 +27,59 @@ TRIM = 'gsub(/^[ \\t]+|[ \\t]+$/, "", k); gsub(/^[ \\t]+|[ \\t]+$/, "", v)'
 AWK_SETTING = ("/^\\[/ { s = substr($0, 2, length($0) - 2); next } /^[ \\t]*([;#]|$)/ { next } "
                "{ i = index($0, \"=\"); if (!i) next; k = substr($0, 1, i - 1); "
                f"v = substr($0, i + 1); {TRIM}")
+
+
+@dataclass(frozen=True, eq=False)
+class EditedConfig(ConfigFile):
+    """A configuration changed in place; `pinned` settings must keep their values.
+
+    They are the (section, key) pairs an earlier edit's check reads.
+    """
+
+    pinned: frozenset = frozenset()
+
+
+# Line editing in python: the section a line belongs to, comments skipped.
+PY_EDIT = r'''
+import re
+import sys
+
+path, mode, section, key, value = sys.argv[1:]
+with open(path, encoding="utf-8", newline="") as handle:
+    lines = handle.readlines()
+current, last = None, None
+for index, line in enumerate(lines):
+    header = re.match(r"\s*\[(.*)\]\s*$", line)
+    if header:
+        current = header.group(1).strip()
+        continue
+    if current != section or line.lstrip().startswith(("#", ";")):
+        continue
+    setting = re.match(r"(\s*([^=]*?)\s*=\s*)(.*?)(\s*)$", line)
+    if not setting:
+        continue
+    last = index
+    if mode == "set" and setting.group(2) == key:  # only the value changes, spacing kept
+        lines[index] = setting.group(1) + value + setting.group(4)
+if mode == "add":
+    if not lines[last].endswith("\n"):
+        lines[last] += "\n"
+    lines.insert(last + 1, f"{key} = {value}\n")
+with open(path, "w", encoding="utf-8", newline="") as handle:
+    handle.write("".join(lines))
+'''
+
+# Reading the file with configparser (comments are `#` and `;` lines, keys kept as written).
+PY_INI = r'''
+import configparser
+import sys
+
+config = configparser.ConfigParser(interpolation=None, delimiters=("=",),
+                                   comment_prefixes=("#", ";"))
+config.optionxform = str
+with open(sys.argv[1], encoding="utf-8") as handle:
+    config.read_file(handle)
+'''
 
 
 def settings(lines: tuple[str, ...]) -> list[tuple[int, str, str, str]]:
@@ -73,8 +130,9 @@ def set_value(ctx: StepContext, source) -> StepResult:
     """Set one key of one section in place."""
     config = _config(source)
     found = settings(config.lines)
+    pinned = config.pinned if isinstance(config, EditedConfig) else frozenset()
     editable = [s for s in found if s[2] in ("port", "workers", "log_level", "enabled",
-                                             "timeout_ms")]
+                                             "timeout_ms") and (s[1], s[2]) not in pinned]
     sections = _sections(config.lines)
     missing = [(section, "timeout_ms") for section in sections
                if not any(s[1] == section and s[2] == "timeout_ms" for s in found)]
@@ -86,6 +144,7 @@ def set_value(ctx: StepContext, source) -> StepResult:
         value = _new_value(ctx, key, "")
         last = max(s[0] for s in found if s[1] == section)
         lines.insert(last + 1, f"{key} = {value}")
+        mode = "add"
         what = (f"add the setting `{key}` with the value `{value}` to the `{section}` section, "
                 "in the same `key = value` style as the other settings, on a new line right "
                 "after the last setting of that section")
@@ -102,6 +161,7 @@ def set_value(ctx: StepContext, source) -> StepResult:
         index, section, key, old = ctx.rng.choice(editable)
         value = _new_value(ctx, key, old)
         lines[index] = f"{key} = {value}"
+        mode = "set"
         what = (f"set `{key}` in the `{section}` section to `{value}`, keeping the "
                 "`key = value` layout of the line")
         solution = (f"sed -i '/^\\[{_bre(section)}\\]/,/^\\[/ s/^{_bre(key)} *=.*/"
@@ -117,13 +177,21 @@ def set_value(ctx: StepContext, source) -> StepResult:
         "comments and blank lines stay byte for byte.",
     ]) + ctx.hint(hint)
     entries = tuple((s, k, v) for _, s, k, v in settings(tuple(lines)))
-    return StepResult(
-        output=ConfigFile(path=config.path, phrase=f"{config.phrase} (after the change)",
-                          lines=tuple(lines), entries=entries),
-        instruction=sentence, solution=solution,
-        checks=[FileText(f"{config.path} has the new setting", path=config.path,
+    if ctx.final:
+        check = FileText(f"{config.path} has the new setting", path=config.path,
                          expected=lines_text(lines),
-                         compare="exact" if ctx.difficulty.strictness == 3 else "lines")],
+                         compare="exact" if ctx.difficulty.strictness == 3 else "lines")
+    else:  # a later edit changes other lines: only this setting stays as this step left it
+        check = IniSetting(f"{config.path} has the new setting", path=config.path,
+                           section=section, key=key, expected=value)
+    return StepResult(
+        output=EditedConfig(path=config.path, phrase=f"{config.phrase} (after the change)",
+                            lines=tuple(lines), entries=entries,
+                            pinned=pinned | {(section, key)}),
+        instruction=sentence, solution=solution,
+        # python: the lines of the section edited in a list and written back in place
+        alternative=ctx.python([config.path, mode, section, key, value], PY_EDIT),
+        checks=[check],
         tools=("sed",) if not add else ("awk",), notes=(COMMENTS,), side_effect=True)
 
 
@@ -171,10 +239,22 @@ def extract_values(ctx: StepContext, source) -> StepResult:
         program = f"{AWK_SETTING}; if (k == key) print s, v }}"
     sort = " | LC_ALL=C sort" if mode == "sorted" else ""
     solution = f"awk -v key={q(key)} '{program}' {q(config.path)}{sort} > {q(out)}"
+    alternative = ctx.python([config.path, out, key, mode], r'''
+out, key, mode = sys.argv[2:]
+names = config.sections()
+if mode == "sorted":
+    names.sort()
+lines = [f"{name} {config[name].get(key, '-')}" for name in names
+         if mode == "dash" or key in config[name]]
+with open(out, "w", encoding="utf-8") as handle:
+    handle.write("\n".join(lines) + END)
+''', prelude=PY_INI)
     return StepResult(
         output=Report(path=out, phrase=f"the `{key}` setting of every section of "
                       f"{config.phrase}", lines=lines),
         instruction=sentence, solution=solution,
+        # python's configparser
+        alternative=alternative,
         checks=[FileText(f"{out} lists {key} per section", path=out,
                          expected=lines_text(lines),
                          compare=ctx.compare(order_matters=True))],
@@ -211,10 +291,24 @@ def to_env(ctx: StepContext, source) -> StepResult:
     program = (f"{AWK_SETTING}; n = toupper(p s \"_\" k); gsub(/[^A-Z0-9]/, \"_\", n); "
                f"print {value} }}")
     solution = f"awk -v p={q(prefix)} '{program}' {q(config.path)} > {q(out)}"
+    alternative = ctx.python([config.path, out, prefix, "quoted" if exported else "plain"],
+                             r'''
+out, prefix, shape = sys.argv[2:]
+lines = []
+for section in config.sections():
+    for key, value in config[section].items():
+        name = "".join(c if c.isascii() and c.isalnum() else "_"
+                       for c in f"{prefix}{section}_{key}".upper())
+        lines.append(f'export {name}="{value}"' if shape == "quoted" else f"{name}={value}")
+with open(out, "w", encoding="utf-8") as handle:
+    handle.write("\n".join(lines) + END)
+''', prelude=PY_INI)
     return StepResult(
         output=TextFile(path=out, phrase=f"the settings of {config.phrase} as environment "
                         "variables", lines=lines),
         instruction=sentence, solution=solution,
+        # python's configparser
+        alternative=alternative,
         checks=[FileText(f"{out} holds every setting", path=out,
                          expected=lines_text(lines),
                          compare=ctx.compare(order_matters=True))],

@@ -138,6 +138,41 @@ def _schedule(ctx: StepContext) -> tuple[str, str]:
     return ctx.rng.choice(options)
 
 
+def _respell(schedule: str) -> str:
+    """Another spelling of the same schedule, as the instruction's words also give it.
+
+    Steps become the lists of minutes or hours they stand for, weekdays their names or
+    lists, and on-the-hour or midnight schedules the `@hourly`/`@daily` macros.
+    """
+    minute, hour, dom, month, dow = schedule.split()
+    if (minute, hour, dom, month, dow) == ("0", "*", "*", "*", "*"):
+        return "@hourly"
+    if (minute, hour, dom, month, dow) == ("0", "0", "*", "*", "*"):
+        return "@daily"
+    if minute.startswith("*/"):
+        minute = ",".join(str(m) for m in range(0, 60, int(minute[2:])))
+    if hour.startswith("*/"):
+        hour = ",".join(str(h) for h in range(0, 24, int(hour[2:])))
+    if dow == "1-5":
+        dow = "1,2,3,4,5"
+    elif dow.isdigit():
+        dow = DAYS[int(dow)][:3].lower()
+    return " ".join((minute, hour, dom, month, dow))
+
+
+PY_APPEND = r'''
+import sys
+
+path, line = sys.argv[1:]
+with open(path, encoding="utf-8") as handle:
+    text = handle.read()
+if text and not text.endswith("\n"):
+    text += "\n"
+with open(path, "w", encoding="utf-8") as handle:
+    handle.write(text + line + "\n")
+'''
+
+
 @primitive("cron.schedule_script")
 def schedule_script(ctx: StepContext, source) -> StepResult:
     """Install a crontab entry that runs a script."""
@@ -181,11 +216,17 @@ def schedule_script(ctx: StepContext, source) -> StepResult:
     line = f"{schedule} {text}"
     solution = (f"{{ crontab -l -u {q(user)} 2>/dev/null || true; printf '%s\\n' {q(line)}; }} "
                 f"| crontab -u {q(user)} -")
+    # the table copied to a file, the entry (the schedule spelled another way) appended by
+    # python, the file installed with `crontab -u USER FILE`
+    alternative = (f"table=$(mktemp)\ncrontab -l -u {q(user)} > \"$table\" 2>/dev/null || true\n"
+                   + ctx.python([f'{_respell(schedule)} {text}'], PY_APPEND,
+                                shell_words=['"$table"']) + "\n"
+                   f"crontab -u {q(user)} \"$table\"\nrm -f \"$table\"")
     return StepResult(
         output=CronJob(path=f"/var/spool/cron/crontabs/{user}",
                        phrase=f"the cron job of {user} that runs {script.phrase} {words}",
                        user=user, schedule=schedule, command=text),
-        instruction=sentence, solution=solution,
+        instruction=sentence, solution=solution, alternative=alternative,
         checks=[CrontabEntry(f"{user}'s crontab runs the script {words}", user=user,
                              command=command, schedule=schedule, kept=tuple(kept),
                              kept_entries=kept_entries)],
@@ -287,6 +328,45 @@ AWK_HOUR = r'''function hit(f, h,   n, parts, i, p, r, lo, hi, step) {
 }'''
 
 
+PY_AUDIT = r'''
+import re
+import sys
+
+source, out, hour, layout = sys.argv[1:]
+hour = int(hour)
+
+
+def includes(field):
+    for part in field.split(","):
+        span, slash, step = part.partition("/")
+        step = int(step) if slash else 1
+        if span == "*":
+            low, high = 0, 23
+        elif "-" in span:
+            low, high = (int(x) for x in span.split("-"))
+        else:
+            low = int(span)
+            high = 23 if slash else low
+        if low <= hour <= high and (hour - low) % step == 0:
+            return True
+    return False
+
+
+found = []
+with open(source, encoding="utf-8") as handle:
+    for line in handle.read().splitlines():
+        text = line.strip()
+        if (not text or text.startswith(("#", "@"))
+                or re.match(r"[A-Za-z_][A-Za-z0-9_]*\s*=", text)):
+            continue
+        fields = text.split(None, 6)
+        if len(fields) == 7 and includes(fields[1]):
+            found.append(line if layout == "line" else f"{fields[5]} {fields[6]}")
+with open(out, "w", encoding="utf-8") as handle:
+    handle.write("\n".join(found) + END)
+'''
+
+
 @primitive("cron.audit_jobs")
 def audit_jobs(ctx: StepContext, source) -> StepResult:
     """The cron entries that run during a given hour."""
@@ -324,10 +404,13 @@ def audit_jobs(ctx: StepContext, source) -> StepResult:
                + ("{ print }" if full else
                   '{ line = $0; sub(/^([^ ]+ +){5}/, "", line); print line }'))
     solution = f"awk -v h={hour} '{program}' {q(crontab.path)} > {q(out)}"
+    # python: the lines parsed and the hour field expanded in python; the final newline
+    # only where the instruction states it (strictness 3)
+    alternative = ctx.python([crontab.path, out, hour, "line" if full else "user"], PY_AUDIT)
     return StepResult(
         output=Report(path=out, phrase=f"the cron entries of {crontab.phrase} that run "
                       f"during hour {hour:02d}", lines=lines),
-        instruction=sentence, solution=solution,
+        instruction=sentence, solution=solution, alternative=alternative,
         checks=[FileText(f"{out} lists the jobs of hour {hour}", path=out,
                          expected=lines_text(lines),
                          compare=ctx.compare(order_matters=True))],

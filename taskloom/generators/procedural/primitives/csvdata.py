@@ -1,7 +1,8 @@
 """CSV primitives: filter, project, aggregate, sort, dedupe, rank and convert CSV tables.
 
-Tables have a header row and never quote values (sources guarantee no commas or quotes),
-so `awk -F,` and `cut -d,` read them exactly. What makes bash and Python agree:
+Tables have a header row and never quote values (sources guarantee no commas or quotes,
+reference solutions write none), so `awk -F,` and `cut -d,` read them exactly. What makes
+bash and Python agree:
 - numbers: a column is numeric when its table declares it and every value parses; decimal
   columns have at most two decimals, sums are computed in integer cents and written with
   exactly two decimals (awk `printf "%.2f"` gives the same digits);
@@ -9,19 +10,25 @@ so `awk -F,` and `cut -d,` read them exactly. What makes bash and Python agree:
 - every ordering states its tie-break, or is a stable sort that keeps the input order.
 
 Columns, conditions and number formats come from `_tables`, shared with the JSON and
-SQLite primitives.
+SQLite primitives. CSV checks read the rows as RFC 4180 does (`form="csv"`), so quoting
+and line ends are free except at strictness 3, where `CSV_NOTE` states them.
+Alternatives read CSV with python3's csv module and compute with `Decimal`
+(`ctx.python` with `PY_TABLES`); csv.to_json's, whose reference is Python, uses jq.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 
 from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import CsvTable, JsonDoc, Report
 from taskloom.generators.procedural.checks import FileText, JsonValue
 from taskloom.generators.procedural.primitives._tables import (
+    PY_TABLES,
     cents,
     csv_fields,
+    csv_notes,
     derive,
     money,
     names,
@@ -67,8 +74,15 @@ def filter_rows(ctx: StepContext, source) -> StepResult:
     return StepResult(
         output=output, instruction=sentence,
         solution=f"awk -F, 'NR == 1 || {condition.awk(index)}' {q(table.path)} > {q(out)}",
+        alternative=ctx.python([table.path, out], f"""
+header, rows = read_csv(sys.argv[1])
+i = header.index({condition.column!r})
+write_csv(sys.argv[2], [header] + [row for row in rows if {condition.python('row[i]')}])
+""", prelude=PY_TABLES),
+        notes=csv_notes(ctx),
         checks=[FileText(f"`{out}` holds the rows whose {condition.words()}", path=out,
-                         expected=output.text(), compare=ctx.compare(order_matters=True))],
+                         expected=output.text(), compare=ctx.compare(order_matters=True),
+                         form="csv")],
         tools=("awk",))
 
 
@@ -99,8 +113,15 @@ def select_columns(ctx: StepContext, source) -> StepResult:
     return StepResult(
         output=output, instruction=sentence,
         solution=f"cut -d, -f{fields} {q(table.path)} > {q(out)}",
+        alternative=ctx.python([table.path, out], f"""
+header, rows = read_csv(sys.argv[1])
+wanted = [header.index(name) for name in {list(header)!r}]
+write_csv(sys.argv[2], [[row[i] for i in wanted] for row in [header, *rows]])
+""", prelude=PY_TABLES),
+        notes=csv_notes(ctx),
         checks=[FileText(f"`{out}` holds the selected columns", path=out,
-                         expected=output.text(), compare=ctx.compare(order_matters=True))],
+                         expected=output.text(), compare=ctx.compare(order_matters=True),
+                         form="csv")],
         tools=("cut",))
 
 
@@ -146,10 +167,25 @@ def group_sum(ctx: StepContext, source) -> StepResult:
     solution = (f"{{ echo {q(group.name + ',' + total)}; awk -F, 'NR > 1 {{s[${g}] += ${v}}} "
                 f"END {{for (k in s) printf \"%s,{fmt}\\n\", k, s[k]}}' {q(table.path)} | "
                 f"LC_ALL=C sort -t, -k1,1; }} > {q(out)}")
+    written = "f'{total:.2f}'" if value.kind == "decimal" else "str(int(total))"
+    alternative = ctx.python([table.path, out], f"""
+header, rows = read_csv(sys.argv[1])
+g, v = header.index({group.name!r}), header.index({value.name!r})
+totals = {{}}
+for row in rows:
+    totals[row[g]] = totals.get(row[g], Decimal(0)) + Decimal(row[v])
+lines = [[{group.name!r}, {total!r}]]
+for key in sorted(totals, key=lambda k: k.encode()):
+    total = totals[key]
+    lines.append([key, {written}])
+write_csv(sys.argv[2], lines)
+""", prelude=PY_TABLES)
     return StepResult(
-        output=output, instruction=sentence, solution=solution,
+        output=output, instruction=sentence, solution=solution, alternative=alternative,
+        notes=csv_notes(ctx),
         checks=[FileText(f"`{out}` holds the totals per {group.name}", path=out,
-                         expected=output.text(), compare=ctx.compare(order_matters=True))],
+                         expected=output.text(), compare=ctx.compare(order_matters=True),
+                         form="csv")],
         tools=("awk", "sort"))
 
 
@@ -196,8 +232,17 @@ def sort_rows(ctx: StepContext, source) -> StepResult:
         output=output, instruction=sentence,
         solution=(f"{{ head -n 1 {q(table.path)}; tail -n +2 {q(table.path)} | "
                   f"LC_ALL=C sort -s -t, {key}; }} > {q(out)}"),
+        alternative=ctx.python([table.path, out], f"""
+header, rows = read_csv(sys.argv[1])
+i = header.index({field.name!r})
+rows.sort(key=lambda row: {'Decimal(row[i])' if field.numeric else 'row[i].encode()'}\
+{', reverse=True' if descending and field.numeric else ''})
+write_csv(sys.argv[2], [header, *rows])
+""", prelude=PY_TABLES),
+        notes=csv_notes(ctx),
         checks=[FileText(f"`{out}` is sorted by {field.name}", path=out,
-                         expected=output.text(), compare=ctx.compare(order_matters=True))],
+                         expected=output.text(), compare=ctx.compare(order_matters=True),
+                         form="csv")],
         tools=("sort", "head", "tail"))
 
 
@@ -235,6 +280,11 @@ def dedupe_rows(ctx: StepContext, source) -> StepResult:
         phrase = derive(table.phrase, f"the distinct rows of {table.phrase}",
                         f"{table.phrase}, without duplicate rows")
         solution = f"awk '!seen[$0]++' {q(table.path)} > {q(out)}"
+        alternative = ctx.python([table.path, out], """
+header, rows = read_csv(sys.argv[1])
+distinct = dict.fromkeys(tuple(row) for row in rows)
+write_csv(sys.argv[2], [header, *distinct])
+""", prelude=PY_TABLES)
         label = f"`{out}` holds each distinct row once"
     else:
         keys = [f for f in csv_fields(table) if f.categorical() and f.name not in f.values]
@@ -260,12 +310,21 @@ def dedupe_rows(ctx: StepContext, source) -> StepResult:
         phrase = derive(table.phrase, f"the first row per `{key.name}` of {table.phrase}",
                         f"{table.phrase}, keeping only the first row per `{key.name}`")
         solution = f"awk -F, '!seen[${index + 1}]++' {q(table.path)} > {q(out)}"
+        alternative = ctx.python([table.path, out], f"""
+header, rows = read_csv(sys.argv[1])
+i = header.index({key.name!r})
+first = {{}}
+for row in rows:
+    first.setdefault(row[i], row)
+write_csv(sys.argv[2], [header, *first.values()])
+""", prelude=PY_TABLES)
         label = f"`{out}` holds the first row per {key.name}"
     output = _csv(table, out, phrase, table.header, rows)
     return StepResult(
-        output=output, instruction=sentence, solution=solution,
+        output=output, instruction=sentence, solution=solution, alternative=alternative,
+        notes=csv_notes(ctx),
         checks=[FileText(label, path=out, expected=output.text(),
-                         compare=ctx.compare(order_matters=True))],
+                         compare=ctx.compare(order_matters=True), form="csv")],
         tools=("awk",))
 
 
@@ -286,28 +345,47 @@ def top_n(ctx: StepContext, source) -> StepResult:
     tie = (f"ties ordered by `{first}` in byte order, then by the whole line" if index
            else "ties ordered by the whole line in byte order")
     out = ctx.output_path(f"top-{count}", "txt")
+    # The rows' own spelling, not the input's: an earlier step's CSV may quote its values
+    # (the agent's choice there), and this text file's lines may feed a text step.
+    shape = ("each row written as its values joined by commas, without quotes (the header "
+             "left out)")
     sentence = ctx.phrase([
-        f"Write the {count} rows of {table.phrase} with the largest `{field.name}` to `{out}`: "
-        f"the CSV lines as they are, without the header, largest first ({tie}).",
+        f"Write the {count} rows of {table.phrase} with the largest `{field.name}` to `{out}`, "
+        f"largest first ({tie}): {shape}.",
         f"Find the top {count} rows of {table.phrase} by `{field.name}` (numerically, "
-        f"highest first; {tie}) and save them to `{out}`, unchanged and without the header "
-        "row.",
+        f"highest first; {tie}) and save them to `{out}`, {shape}.",
         f"Rank the data rows of {table.phrase} by `{field.name}`, descending ({tie}), and "
-        f"write the first {count} of them to `{out}` exactly as they appear in the file (no "
-        "header).",
+        f"write the first {count} of them to `{out}`, {shape}.",
     ]) + ctx.hint("tail -n +2 | sort -t, -k...nr | head")
     keys = f"-k{index + 1},{index + 1}nr" + (" -k1,1" if index else "")
     return StepResult(
         output=Report(path=out, phrase=f"the {count} rows with the largest `{field.name}` "
-                      f"of {table.phrase} (CSV lines without the header, largest first, "
+                      f"of {table.phrase} (values joined by commas, no header, largest first, "
                       f"{tie})", lines=lines),
         instruction=sentence,
         solution=(f"tail -n +2 {q(table.path)} | LC_ALL=C sort -t, {keys} | "
                   f"head -n {count} > {q(out)}"),
+        alternative=ctx.python([table.path, out], f"""
+header, rows = read_csv(sys.argv[1])
+i = header.index({field.name!r})
+lines = [(row, ','.join(row)) for row in rows]
+lines.sort(key=lambda item: (-Decimal(item[0][i]),\
+{' item[0][0].encode(),' if index else ''} item[1].encode()))
+write_lines(sys.argv[2], [line for _, line in lines[:{count}]])
+""", prelude=PY_TABLES),
         checks=[FileText(f"`{out}` holds the top {count} rows by {field.name}", path=out,
                          expected=lines_text(lines), compare=ctx.compare(order_matters=True))],
         tools=("sort", "head", "tail"))
 
+
+# The alternative of csv.to_json: jq reads the lines raw (a value of an earlier step's
+# output may be quoted, never holds a comma), the header names the keys, the columns the
+# instruction calls numbers go through `tonumber`; printed compact.
+FROM_CSV = ("[inputs | rtrimstr(\"\\r\") | select(length > 0) | split(\",\") | map(if test("
+            "\"^\\\".*\\\"$\") then .[1:-1] | gsub(\"\\\"\\\"\"; \"\\\"\") else . end)] | "
+            ".[0] as $h | "
+            "[.[1:][] | [$h, .] | transpose | map(.[0] as $k | {key: $k, value: (if any("
+            "$numbers[]; . == $k) then (.[1] | tonumber) else .[1] end)}) | from_entries]")
 
 TO_JSON = """python3 - {src} {out} <<'PY'
 import csv, json, sys
@@ -356,6 +434,8 @@ def to_json(ctx: StepContext, source) -> StepResult:
                        records=tuple(records)),
         instruction=sentence,
         solution=TO_JSON.format(src=q(table.path), out=q(out), ints=ints, floats=floats),
+        alternative=(f"jq -c -n -R --argjson numbers {q(json.dumps(list(numeric)))} "
+                     f"{q(FROM_CSV)} {q(table.path)} > {q(out)}"),
         checks=[JsonValue(f"`{out}` holds the rows as JSON objects", path=out,
                           expected=records, ordered=True)],
         tools=("python3",))

@@ -23,6 +23,7 @@ from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import FileTree, Report, TreeFile
 from taskloom.generators.procedural.checks import FileText, TreeListing
 from taskloom.generators.procedural.primitives._trees import (
+    PY_TREE,
     basename,
     ends_with,
     ext_words,
@@ -108,6 +109,16 @@ def find_large(ctx: StepContext, source) -> StepResult:
         instruction=sentence,
         solution=(f"find {q(tree.path)} -type f -size +{limit}c -printf '{fmt}' | "
                   f"LC_ALL=C sort -k1,1nr -k2 > {q(out)}"),
+        alternative=ctx.python(
+            [tree.path, out, str(limit), "absolute" if absolute else "relative"], r'''
+root, out, limit, shown = ARGS
+rows = []
+for path, rel in regular(root):
+    size = os.lstat(path).st_size
+    if size > int(limit):
+        rows.append((-size, path if shown == b'absolute' else rel))
+write(out, [b'%d %s' % (-size, name) for size, name in sorted(rows)])
+''', prelude=PY_TREE),
         checks=[FileText(f"`{out}` lists the files larger than {kib} KiB", path=out,
                          expected=lines_text(lines), compare=ctx.compare(order_matters=True))],
         tools=("find", "sort"))
@@ -123,8 +134,8 @@ def find_old(ctx: StepContext, source) -> StepResult:
     if layout == "dated":
         lines = tuple(sorted(f"{utc_day(f.mtime)} {f.relpath}" for f in old))
         fmt = ("one `YYYY-MM-DD PATH` line per file (the UTC date of its last modification, "
-               "a space, its path relative to that directory), sorted in byte order (so by "
-               "date, then path)")
+               "a space, its path relative to that directory without a leading `./`), "
+               "sorted in byte order (so by date, then path)")
         listing = (f"TZ=UTC find {q(tree.path)} -type f ! -newermt @{cutoff} "
                    f"-printf '%TY-%Tm-%Td %P\\n' | LC_ALL=C sort")
         shape = "as `YYYY-MM-DD PATH` lines (date of last change, relative path), sorted"
@@ -156,6 +167,21 @@ def find_old(ctx: StepContext, source) -> StepResult:
                       f"before {stamp(cutoff)} ({shape})", lines=lines),
         instruction=sentence,
         solution=f"{listing} > {q(out)}",
+        alternative=ctx.python([tree.path, out, stamp(cutoff), layout], r'''
+root, out, cutoff, layout = ARGS
+old = []
+for path, rel in regular(root):
+    mtime = os.lstat(path).st_mtime
+    if mtime < epoch(cutoff.decode()):
+        old.append((mtime, rel))
+if layout == b'dated':
+    lines = sorted(time.strftime('%Y-%m-%d ', time.gmtime(m)).encode() + r for m, r in old)
+elif layout == b'oldest':
+    lines = [rel for _, rel in sorted(old)]
+else:
+    lines = sorted(rel for _, rel in old)
+write(out, lines)
+''', prelude=PY_TREE),
         checks=[FileText(f"`{out}` lists the files older than the cutoff", path=out,
                          expected=lines_text(lines),
                          compare=ctx.compare(order_matters=layout == "oldest"))],
@@ -191,6 +217,13 @@ def find_by_extension(ctx: StepContext, source) -> StepResult:
         instruction=sentence,
         solution=(f"find {q(tree.path)} -type f {name_tests(extensions)} -printf '{fmt}' | "
                   f"LC_ALL=C sort > {q(out)}"),
+        alternative=ctx.python(
+            [tree.path, out, "absolute" if absolute else "relative", *extensions], r'''
+root, out, shown, *extensions = ARGS
+ends = tuple(b'.' + ext for ext in extensions)
+write(out, sorted(path if shown == b'absolute' else rel for path, rel in regular(root)
+                  if os.path.basename(path).endswith(ends)))
+''', prelude=PY_TREE),
         checks=[FileText(f"`{out}` lists the {words} files", path=out, expected=lines_text(lines),
                          compare=ctx.compare())],
         tools=("find", "sort"))
@@ -251,9 +284,23 @@ def organize_by_extension(ctx: StepContext, source) -> StepResult:
                 "    name=${f##*/}; ext=${name##*.}\n"
                 f"    mkdir -p {q(root)}/\"$ext\" && {action} -- \"$f\" {q(root)}/\"$ext\"/\n"
                 "  done")
+    # The copy variant does not ask for kept times or modes: plain copies are fine.
+    alternative = ctx.python([tree.path, root, action], r'''
+source, root, action = ARGS
+for name in sorted(os.listdir(source)):
+    path = os.path.join(source, name)
+    ext = name.rpartition(b'.')[2] if b'.' in name else b''
+    if name.startswith(b'.') or not ext or not stat.S_ISREG(os.lstat(path).st_mode):
+        continue
+    os.makedirs(os.path.join(root, ext), exist_ok=True)
+    if action == b'mv':
+        os.rename(path, os.path.join(root, ext, name))
+    else:
+        shutil.copyfile(path, os.path.join(root, ext, name))
+''', prelude=PY_TREE)
     return StepResult(
         output=FileTree(path=root, phrase=phrase, files=tuple(files)),
-        instruction=sentence, solution=solution,
+        instruction=sentence, solution=solution, alternative=alternative,
         checks=moved_checks(f"{root} holds the files sorted by extension", root, files,
                             moved),
         tools=("find", "mkdir", "mv" if in_place else "cp"), side_effect=in_place)
@@ -276,7 +323,7 @@ def find_duplicates(ctx: StepContext, source) -> StepResult:
     if not groups:
         raise NotApplicable("no two files have the same content")
     scope = ("Only non-empty files count, hidden files (names starting with a dot) are "
-             "ignored, and all subfolders are searched.")
+             "ignored, and all subfolders are searched. Paths have no leading `./`.")
     layout = ctx.rng.choice(("adjacent", "blocks", "redundant"))
     listing = (f"(cd {q(tree.path)} && find . -type f ! -name '.*' ! -empty -printf "
                "'%P\\0' | xargs -0 -r sha256sum) |\n  LC_ALL=C sort")
@@ -344,9 +391,26 @@ def find_duplicates(ctx: StepContext, source) -> StepResult:
         tool = "awk"
         phrase = (f"the sorted list of the redundant copies among the files of {tree.phrase}, "
                   "one path relative to it per line")
+    alternative = ctx.python([tree.path, out, layout], r'''
+root, out, layout = ARGS
+groups = {}
+for path, rel in regular(root):
+    if not os.path.basename(rel).startswith(b'.') and os.path.getsize(path):
+        groups.setdefault(sha(path), []).append(rel)
+groups = {digest: sorted(rels) for digest, rels in groups.items() if len(rels) > 1}
+if layout == b'redundant':
+    lines = sorted(rel for rels in groups.values() for rel in rels[1:])
+else:
+    blocks = [[digest + b'  ' + rel for rel in groups[digest]] for digest in sorted(groups)]
+    if layout == b'adjacent':
+        lines = sorted(line for block in blocks for line in block)
+    else:
+        lines = [line for n, block in enumerate(blocks) for line in [b''][:n] + block]
+write(out, lines)
+''', prelude=PY_TREE)
     return StepResult(
         output=Report(path=out, phrase=phrase, lines=lines),
-        instruction=sentence, solution=solution,
+        instruction=sentence, solution=solution, alternative=alternative,
         checks=[FileText(f"`{out}` lists the duplicates", path=out, expected=lines_text(lines),
                          compare=ctx.compare(order_matters=True))],
         tools=("find", "sha256sum", "sort", tool))
@@ -387,10 +451,11 @@ def rename_normalize(ctx: StepContext, source) -> StepResult:
         sentence = ctx.phrase([
             f"Copy {tree.phrase} to `{root}` (same subfolders, contents and times), then "
             f"normalize the file names in the copy: {rule}. Leave the original untouched.",
-            f"Make a copy of {tree.phrase} at `{root}` in which the file names are normalized "
-            f"({rule}); the original directory keeps its names.",
-            f"Publish {tree.phrase} to `{root}`: copy the whole tree there and rename the "
-            f"copied files so that {rule}.",
+            f"Make a copy of {tree.phrase} at `{root}`, keeping the files' modification "
+            f"times, in which the file names are normalized ({rule}); the original directory "
+            "keeps its names.",
+            f"Publish {tree.phrase} to `{root}`: copy the whole tree there with the files' "
+            f"modification times preserved and rename the copied files so that {rule}.",
         ]) + ctx.hint("cp -a, then find -print0, tr and mv")
         prefix = f"cp -a {q(tree.path)} {q(root)}\n"
         phrase = f"a copy of {tree.phrase} with normalized file names"
@@ -401,9 +466,31 @@ def rename_normalize(ctx: StepContext, source) -> StepResult:
                 "  new=$(printf '%s' \"$base\" | tr 'A-Z ' 'a-z-')\n"
                 "  if [ \"$new\" != \"$base\" ]; then mv -- \"$f\" \"${f%/*}/$new\"; fi\n"
                 "done")
+    # In place: rename bottom-up; for a copy: copy each file straight to its new name.
+    alternative = ctx.python([tree.path, root], r'''
+source, root = ARGS
+upper = bytes(range(ord('A'), ord('Z') + 1))
+table = bytes.maketrans(upper + b' ', upper.lower() + b'-')
+folders = []
+for folder, _, names in os.walk(source):
+    target = os.path.join(root, os.path.relpath(folder, source))
+    folders.append((folder, target))
+    os.makedirs(target, exist_ok=True)
+    for name in names:
+        path = os.path.join(folder, name)
+        if source == root:
+            if name.translate(table) != name:
+                os.rename(path, os.path.join(folder, name.translate(table)))
+        else:
+            shutil.copy2(path, os.path.join(target, name.translate(table)),
+                         follow_symlinks=False)
+if source != root:
+    for folder, target in reversed(folders):
+        shutil.copystat(folder, target)
+''', prelude=PY_TREE)
     return StepResult(
         output=FileTree(path=root, phrase=phrase, files=tuple(files)),
-        instruction=sentence, solution=solution,
+        instruction=sentence, solution=solution, alternative=alternative,
         checks=[*moved_checks(f"{root} holds the normalized names", root, files, renamed),
                 *([] if in_place else
                   mtime_check("the copy keeps the modification times", root, files))],
@@ -464,10 +551,25 @@ def usage_by_folder(ctx: StepContext, source) -> StepResult:
         solution = (f"(cd {q(tree.path)} && {files}) |\n"
                     f"  {aggregate}printf \"%s %d\\n\", d, t[d]}}' |\n"
                     f"  LC_ALL=C sort -k1,1 > {q(out)}")
+    alternative = ctx.python([tree.path, out, line_format], r'''
+root, out, line_format = ARGS
+totals = {}
+for name in os.listdir(root):
+    folder = os.path.join(root, name)
+    if os.path.isdir(folder) and not os.path.islink(folder):
+        sizes = [os.lstat(path).st_size for path, _ in regular(folder)]
+        if sizes:
+            totals[name] = sum(sizes)
+if line_format.startswith(b'`BYTES'):
+    rows = sorted((-size, name) for name, size in totals.items())
+    write(out, [b'%d\t%s' % (-size, name) for size, name in rows])
+else:
+    write(out, [b'%s %d' % (name, totals[name]) for name in sorted(totals)])
+''', prelude=PY_TREE)
     return StepResult(
         output=Report(path=out, phrase=f"the bytes held by each top-level folder of "
                       f"{tree.phrase}, as {line_format} lines", lines=lines),
-        instruction=sentence, solution=solution,
+        instruction=sentence, solution=solution, alternative=alternative,
         checks=[FileText(f"`{out}` reports the usage of each folder", path=out,
                          expected=lines_text(lines), compare=ctx.compare(order_matters=True))],
         tools=("find", "du", "awk", "sort"))
@@ -495,6 +597,12 @@ def delete_old(ctx: StepContext, source) -> StepResult:
                         f"{stamp(cutoff)} are deleted", files=tuple(kept)),
         instruction=sentence,
         solution=f"find {q(tree.path)} -type f ! -newermt @{cutoff} -delete",
+        alternative=ctx.python([tree.path, stamp(cutoff)], r'''
+root, cutoff = ARGS
+for path, _ in list(regular(root)):
+    if os.lstat(path).st_mtime < epoch(cutoff.decode()):
+        os.remove(path)
+''', prelude=PY_TREE),
         checks=[TreeListing(f"only files newer than the cutoff remain in {tree.path}",
                             root=tree.path, expected=tuple(f.relpath for f in kept))],
         tools=("find",), side_effect=True)
@@ -539,6 +647,14 @@ def copy_matching(ctx: StepContext, source) -> StepResult:
         solution=(f"mkdir -p {q(dest)}\n"
                   f"(cd {q(tree.path)} && find . -type f -name {q(pattern)} "
                   f"-exec cp -p --parents -t {q(dest)} {{}} +)"),
+        alternative=ctx.python([tree.path, dest, pattern], r'''
+source, dest, pattern = ARGS
+os.makedirs(dest, exist_ok=True)
+for path, rel in regular(source):
+    if fnmatch.fnmatchcase(os.path.basename(rel), pattern):
+        os.makedirs(os.path.join(dest, os.path.dirname(rel)), exist_ok=True)
+        shutil.copy2(path, os.path.join(dest, rel))
+''', prelude=PY_TREE),
         checks=[*moved_checks(f"{dest} holds the matching files", dest, list(files),
                               list(files)),
                 *mtime_check("the copies keep their modification times", dest, files)],

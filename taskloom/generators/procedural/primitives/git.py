@@ -184,6 +184,90 @@ def _unique_issues(repo: GitRepo, hashes: list[str | None]) -> list[tuple[str, i
     return found
 
 
+# The alternatives are written from the instruction sentences alone: Python reading commits
+# through git plumbing (rev-list, cat-file, ls-tree) in place of `git log`, and plumbing
+# (hash-object, read-tree, commit-tree, update-ref, apply) in place of commit and revert.
+_COMMITS = r"""import datetime, subprocess, sys
+def git(*args, data=None):
+    return subprocess.run(['git', '-C', sys.argv[1], *args], input=data,
+                          capture_output=True, check=True).stdout
+def commits(branch):
+    # (hash, author name, author email, author day, subject, message), newest first
+    found = []
+    for commit in git('rev-list', branch).decode().split():
+        head, _, message = git('cat-file', 'commit', commit).decode().partition('\n\n')
+        person = next(line for line in head.split('\n') if line.startswith('author '))
+        name, _, rest = person[len('author '):].rpartition(' <')
+        email, _, when = rest.partition('> ')
+        stamp, zone = when.split()
+        sign = -1 if zone[0] == '-' else 1
+        offset = datetime.timedelta(minutes=sign * (int(zone[1:3]) * 60 + int(zone[3:5])))
+        day = datetime.datetime.fromtimestamp(int(stamp), datetime.timezone(offset))
+        paragraph = message.strip('\n').split('\n\n')[0]
+        subject = ' '.join(line.strip() for line in paragraph.split('\n'))
+        found.append((commit, name, email, day.strftime('%Y-%m-%d'), subject, message))
+    return found
+"""
+
+_FIND = _COMMITS + r"""branch, token, which, layout, out = sys.argv[2:7]
+matching = [c for c in commits(branch) if token in c[5]]
+chosen = {'newest': matching[:1], 'oldest': matching[-1:]}.get(which, matching)
+with open(out, 'w', encoding='utf-8') as handle:
+    for c in chosen:
+        handle.write(f'{c[0]} {c[4]}\n' if layout == 'subject' else f'{c[0]}\n')
+"""
+
+_AUTHORS = _COMMITS + r"""from collections import Counter
+branch, key, out = sys.argv[2:5]
+counts = Counter(c[2] if key == 'email' else c[1] for c in commits(branch))
+ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0].encode()))
+with open(out, 'w', encoding='utf-8') as handle:
+    for who, count in ranked:
+        handle.write(f'{who} {count}\n' if key == 'email' else f'{count} {who}\n')
+"""
+
+_HISTORY = _COMMITS + r"""branch, path, layout, out = sys.argv[2:6]
+history = commits(branch)[::-1]
+lookup = ''.join(f'{c[0]}:{path}\n' for c in history).encode()
+blobs = git('cat-file', '--batch-check=%(objectname)', data=lookup).decode().split('\n')
+parents = dict(line.split()[:2] for line in git('rev-list', '--parents', branch).decode()
+               .splitlines() if len(line.split()) > 1)
+blob_of = {c[0]: blobs[i] for i, c in enumerate(history)}
+with open(out, 'w', encoding='utf-8') as handle:
+    for c in history:
+        before = blob_of.get(parents.get(c[0]), 'missing')
+        if blob_of[c[0]].endswith('missing') and before.endswith('missing'):
+            continue
+        if blob_of[c[0]] != before:
+            prefix = {'hash': c[0] + ' ', 'date': c[3] + ' '}.get(layout, '')
+            handle.write(prefix + c[4] + '\n')
+"""
+
+_EXPORT = r"""import io, subprocess, sys, tarfile, zipfile
+repo, branch, out, kind, prefix, folder = sys.argv[1:7]
+def git(*args):
+    return subprocess.run(['git', '-C', repo, *args], capture_output=True, check=True).stdout
+entries = []
+for entry in git('ls-tree', '-r', '-z', '--full-tree', branch).split(b'\0'):
+    if entry:
+        info, _, path = entry.partition(b'\t')
+        mode, kind_, blob = info.split()
+        path = path.decode()
+        if kind_ == b'blob' and (not folder or path.startswith(folder + '/')):
+            entries.append((prefix + path, int(mode, 8), git('cat-file', 'blob', blob.decode())))
+if kind == 'zip':
+    with zipfile.ZipFile(out, 'w', zipfile.ZIP_DEFLATED) as archive:
+        for name, mode, data in entries:
+            archive.writestr(name, data)
+else:
+    with tarfile.open(out, 'w:gz') as archive:
+        for name, mode, data in entries:
+            member = tarfile.TarInfo(name)
+            member.size, member.mode = len(data), mode & 0o777
+            archive.addfile(member, io.BytesIO(data))
+"""
+
+
 @primitive("git.find_commit")
 def find_commit(ctx: StepContext, source) -> StepResult:
     """The commit(s) whose message mentions an issue or a word."""
@@ -247,6 +331,8 @@ def find_commit(ctx: StepContext, source) -> StepResult:
                       f"{'s' if how == 'all' else ''} of {which}" if with_subject else
                       f"the hash of {which}", lines=lines),
         instruction=sentence, solution=solution,
+        alternative=ctx.python([repo.path, repo.branch, token, how,
+                                "subject" if with_subject else "hash", out], _FIND),
         checks=[FileText(f"{out} names the commit", path=out, expected=lines_text(lines),
                          compare="exact" if ctx.difficulty.strictness == 3 else "lines")],
         tools=("git",))
@@ -296,6 +382,8 @@ def author_stats(ctx: StepContext, source) -> StepResult:
     return StepResult(
         output=Report(path=out, phrase=phrase, lines=lines),
         instruction=sentence, solution=solution,
+        alternative=ctx.python([repo.path, repo.branch, "email" if by_email else "name", out],
+                            _AUTHORS),
         checks=[FileText(f"{out} counts commits per author", path=out, expected=lines_text(lines),
                          compare=ctx.compare(order_matters=True))],
         tools=("git", "sort", "uniq"))
@@ -345,7 +433,7 @@ def revert_commit(ctx: StepContext, source) -> StepResult:
         f"message), committing as `{name} <{email}>`; leave the working tree clean.",
         f"Undo {which} on {where} by adding a revert commit on top of the branch (do not "
         f"rewrite history; use the default `Revert \"...\"` message). Author and commit it "
-        f"as {name} with email {email}.",
+        f"as {name} with email {email}, and leave the working tree clean.",
         f"{which[0].upper()}{which[1:]} on {where} must be undone: create a revert commit "
         f"with git's standard message as `{name} <{email}>`, so the branch tip no longer "
         "has that change and the working tree is clean.",
@@ -356,6 +444,24 @@ def revert_commit(ctx: StepContext, source) -> StepResult:
         f"{git} checkout -q {q(branch)}",
         f"{git} -c user.name={q(name)} -c user.email={q(email)} revert --no-edit "
         "\"$target\" >/dev/null"])
+    # Without `git revert`: switch with read-tree, undo the commit's patch with apply -R,
+    # write git's default revert message and commit with commit-tree and update-ref.
+    who = (f"GIT_AUTHOR_NAME={q(name)} GIT_AUTHOR_EMAIL={q(email)} "
+           f"GIT_COMMITTER_NAME={q(name)} GIT_COMMITTER_EMAIL={q(email)}")
+    pick = (f"rev-list -F --grep={q('#' + issues[index])} {q(branch)}" if how == "issue"
+            else f"rev-list -1 {q(branch)} -- {q(target.touched()[0])}")
+    alternative = "\n".join([
+        f"target=$({git} {pick})",
+        f"{git} update-index -q --refresh || true",
+        f"{git} read-tree -u -m HEAD {q(branch)}",
+        f"{git} symbolic-ref HEAD {q('refs/heads/' + branch)}",
+        f"{git} diff-tree -p --binary --no-commit-id \"$target\" | {git} apply -R --index",
+        f"subject=$({git} cat-file commit \"$target\" | sed -n '/^$/{{n;p;q;}}')",
+        f"tree=$({git} write-tree)",
+        f"tip=$({git} rev-parse --verify {q('refs/heads/' + branch)})",
+        "commit=$(printf 'Revert \"%s\"\\n\\nThis reverts commit %s.\\n' \"$subject\" "
+        f"\"$target\" |\n  {who} {git} commit-tree \"$tree\" -p \"$tip\")",
+        f"{git} update-ref {q('refs/heads/' + branch)} \"$commit\" \"$tip\""])
     subjects = [_subject(c) for c in reversed(after)]
     checks = [
         GitOutput(f"{branch} ends with the revert commit", argv=(
@@ -377,7 +483,8 @@ def revert_commit(ctx: StepContext, source) -> StepResult:
                 compare="exact"))
     return StepResult(
         output=GitRepo(path=repo.path, phrase=repo.phrase, commits=after, branch=branch),
-        instruction=sentence, solution=solution, checks=checks, tools=("git",),
+        instruction=sentence, solution=solution, alternative=alternative, checks=checks,
+        tools=("git",),
         side_effect=True)
 
 
@@ -422,19 +529,40 @@ def branch_commit(ctx: StepContext, source) -> StepResult:
     sentence = ctx.phrase([
         f"In {where}, create the branch `{new}` from the tip of `{old}`; on it, {change} and "
         f"commit that with the message `{message}` as `{name} <{email}>`. `{old}` itself "
-        "must not change.",
+        "must not change, and the working tree must be left clean.",
         f"Start a branch `{new}` at the current tip of `{old}` in {where}, {change}, and "
         f"commit it (message `{message}`, author and committer {name} <{email}>), leaving "
         f"`{old}` untouched and the working tree clean.",
         f"Prepare a change on a new branch of {where}: branch `{new}` off `{old}`, {change}, "
         f"then commit with the message `{message}` using the identity `{name} <{email}>`. "
-        f"Do not commit to `{old}`.",
+        f"Do not commit to `{old}`, and leave no uncommitted changes in the working tree.",
     ]) + ctx.hint("git checkout -b, git add, git -c user.name=... commit")
     git = _git(repo)
     solution = "\n".join([
         f"{git} checkout -q -b {q(new)} {q(old)}", edit,
         f"{git} add -- {q(path)}",
         f"{git} -c user.name={q(name)} -c user.email={q(email)} commit -q -m {q(message)}"])
+    # Without checkout and commit: the blob, a scratch index and commit-tree build the commit
+    # on top of the old tip, and update-ref creates the branch; the working tree (on
+    # whatever branch was checked out) is left as it was, clean.
+    lines = [f"printf '%s\\n' {q(line)}"]
+    if kind == "changelog" and path not in state:
+        lines = [f"printf '%s\\n' '# Changelog' {q(line)}"]
+    elif kind != "version":
+        lines = [f"{git} cat-file blob \"$tip:\"{q(path)}", *lines]
+    who = (f"GIT_AUTHOR_NAME={q(name)} GIT_AUTHOR_EMAIL={q(email)} "
+           f"GIT_COMMITTER_NAME={q(name)} GIT_COMMITTER_EMAIL={q(email)}")
+    alternative = "\n".join([
+        f"tip=$({git} rev-parse --verify {q('refs/heads/' + old)})",
+        f"blob=$({{ {'; '.join(lines)}; }} | {git} hash-object -w --stdin)",
+        "scratch=$(mktemp -d)",
+        f"GIT_INDEX_FILE=\"$scratch/index\" {git} read-tree \"$tip\"",
+        f"GIT_INDEX_FILE=\"$scratch/index\" {git} update-index --add --cacheinfo "
+        f"\"100644,$blob,\"{q(path)}",
+        f"tree=$(GIT_INDEX_FILE=\"$scratch/index\" {git} write-tree)",
+        "rm -rf \"$scratch\"",
+        f"commit=$({who} {git} commit-tree \"$tree\" -p \"$tip\" -m {q(message)})",
+        f"{git} update-ref {q('refs/heads/' + new)} \"$commit\" ''"])
     checks = [
         BranchCommit(f"{new} starts with the new commit on top of {old}", repo=repo.path,
                      base=old, branch=new, subject=message, identity=f"{name} <{email}>",
@@ -447,7 +575,8 @@ def branch_commit(ctx: StepContext, source) -> StepResult:
     ]
     return StepResult(
         output=GitRepo(path=repo.path, phrase=repo.phrase, commits=after, branch=new),
-        instruction=sentence, solution=solution, checks=checks, tools=("git",),
+        instruction=sentence, solution=solution, alternative=alternative, checks=checks,
+        tools=("git",),
         side_effect=True)
 
 
@@ -496,6 +625,7 @@ def file_history(ctx: StepContext, source) -> StepResult:
         output=Report(path=out, phrase=f"the commits that changed `{path}` on {branch}",
                       lines=tuple(lines)),
         instruction=sentence, solution=solution,
+        alternative=ctx.python([repo.path, repo.branch, path, kind, out], _HISTORY),
         checks=[FileText(f"{out} lists the history of {path}", path=out,
                          expected=lines_text(lines), compare=ctx.compare(order_matters=True))],
         tools=("git",))
@@ -509,7 +639,7 @@ def export_tree(ctx: StepContext, source) -> StepResult:
     fmt = ctx.rng.choice(("tar.gz", "tar.gz", "zip"))
     project = ctx.domain.org.split()[0].lower()
     version = f"{ctx.rng.randint(1, 4)}.{ctx.rng.randint(0, 12)}"
-    prefix = f"{project}-{version}/" if ctx.rng.random() < 0.7 else ""
+    prefix = f"{project}-{version}/" if ctx.rng.random() < 0.7 and not ctx.hidden else ""
     only_src = ctx.rng.random() < 0.3 and any(p.startswith("src/") for p in state)
     paths = sorted(p for p in state if not only_src or p.startswith("src/"))
     members = tuple((prefix + p, state[p].encode()) for p in paths)
@@ -534,6 +664,8 @@ def export_tree(ctx: StepContext, source) -> StepResult:
         output=Archive(path=out, phrase=f"a {kind} of {what} at the tip of {branch}",
                        format=fmt, members=members),
         instruction=sentence, solution=solution,
+        alternative=ctx.python([repo.path, repo.branch, out, fmt, prefix,
+                                "src" if only_src else ""], _EXPORT),
         checks=[ArchiveMembers(f"{out} holds the files of {repo.branch}", path=out, format=fmt,
                                members=tuple((name, hashlib.sha256(data).hexdigest())
                                              for name, data in members))],

@@ -11,6 +11,7 @@ from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import ChecksumList, FileTree, Report
 from taskloom.generators.procedural.checks import FileText
 from taskloom.generators.procedural.primitives._trees import (
+    PY_TREE,
     basename,
     first_step_only,
     is_hidden,
@@ -55,6 +56,13 @@ def make_manifest(ctx: StepContext, source) -> StepResult:
         instruction=sentence,
         solution=(f"(cd {q(tree.path)} && find . -type f{hidden} -printf '%P\\0' | "
                   f"LC_ALL=C sort -z | xargs -0 -r sha256sum) > {q(out)}"),
+        alternative=ctx.python(
+            [tree.path, out, "skip-hidden" if skip_hidden else "all"], r'''
+root, out, scope = ARGS
+files = sorted((rel, path) for path, rel in regular(root)
+               if scope == b'all' or not os.path.basename(rel).startswith(b'.'))
+write(out, [sha(path) + b'  ' + rel for rel, path in files])
+''', prelude=PY_TREE),
         checks=[FileText(f"`{out}` is the sha256 manifest", path=out, expected=lines_text(lines),
                          compare=ctx.compare(order_matters=True))],
         tools=("find", "sort", "sha256sum"))
@@ -115,11 +123,27 @@ def verify_manifest(ctx: StepContext, source) -> StepResult:
     counts = {value: sum(v == value for v in status.values()) for value in ("FAILED",
                                                                              "MISSING")}
     summary = ", ".join(f"{n} {value}" for value, n in counts.items() if n)
+    alternative = ctx.python(
+        [source.path, tree.path, out, "problems" if only_problems else "all"], r'''
+manifest, root, out, which = ARGS
+lines = []
+with open(manifest, 'rb') as handle:
+    for line in handle.read().splitlines():
+        if not line.strip():
+            continue
+        digest, name = line[:64], line[66:]
+        path = os.path.join(root, name)
+        status = (b'MISSING' if not os.path.isfile(path) else
+                  b'OK' if sha(path) == digest.lower() else b'FAILED')
+        if status != b'OK' or which == b'all':
+            lines.append(name + b': ' + status)
+write(out, sorted(lines))
+''', prelude=PY_TREE)
     return StepResult(
         output=Report(path=out, phrase=f"the `PATH: STATUS` lines of verifying {source.phrase}"
                       f" ({'failures only' if only_problems else 'every file'}, sorted)",
                       lines=lines),
-        instruction=sentence, solution=solution,
+        instruction=sentence, solution=solution, alternative=alternative,
         checks=[FileText(f"`{out}` reports the verification ({summary})", path=out,
                          expected=lines_text(lines), compare=ctx.compare())],
         tools=("sha256sum", "grep", "sed", "sort"))
@@ -167,7 +191,8 @@ def compare_trees(ctx: StepContext, source) -> StepResult:
     lines = tuple(f"{status[path]} {path}" for path in sorted(status))
     out = ctx.output_path("tree-diff", "txt")
     fmt = ("one `STATUS PATH` line per file that is not identical in both trees, PATH "
-           "relative to the tree roots; STATUS is `DIFFERS` (in both, different content), "
+           "relative to the tree roots (no leading `./`); STATUS is `DIFFERS` (in both, "
+           "different content), "
            f"`MISSING` (in `{tree.path}` but not in the copy) or `EXTRA` (only in the copy); "
            "lines sorted by PATH in byte order; identical files are not listed")
     sentence = f"`{copy}` is a copy of {tree.phrase} made some time ago. " + ctx.phrase([
@@ -188,10 +213,21 @@ def compare_trees(ctx: StepContext, source) -> StepResult:
                 "  done\n"
                 f"}} | LC_ALL=C sort -k2 > {q(out)}\n"
                 "rm -f \"$a\" \"$b\"")
+    alternative = ctx.python([tree.path, copy, out], r'''
+root, copy, out = ARGS
+here = {rel: path for path, rel in regular(root)}
+there = {rel: path for path, rel in regular(copy)}
+status = {rel: b'MISSING' for rel in here.keys() - there.keys()}
+status.update({rel: b'EXTRA' for rel in there.keys() - here.keys()})
+for rel in here.keys() & there.keys():
+    if sha(here[rel]) != sha(there[rel]):
+        status[rel] = b'DIFFERS'
+write(out, [status[rel] + b' ' + rel for rel in sorted(status)])
+''', prelude=PY_TREE)
     return StepResult(
         output=Report(path=out, phrase=f"the `STATUS PATH` lines of the differences between "
                       f"{tree.phrase} and its copy `{copy}`", lines=lines),
-        instruction=sentence, solution=solution,
+        instruction=sentence, solution=solution, alternative=alternative,
         checks=[FileText(f"`{out}` lists the differences", path=out, expected=lines_text(lines),
                          compare=ctx.compare(order_matters=True))],
         tools=("find", "sort", "diff", "comm", "cmp"))

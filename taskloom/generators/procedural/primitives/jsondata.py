@@ -4,7 +4,8 @@ Solutions use jq 1.6 (the base image's): fields are read as `.["name"]` (some co
 like `label`, are jq keywords), numbers print in their shortest form (`12.5`, and `7` for
 7.0; `jq_text` reproduces that), and `sort_by` is stable. JSON checks compare parsed
 values, so key order and `7` versus `7.0` do not matter there; text outputs state the
-number format.
+number format. Alternatives use python3's json module (`PY_TABLES`) and write
+JSON compact with sorted keys, the same values in another spelling than jq's.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from taskloom.generators.procedural.artifacts import CsvTable, JsonDoc, Report, 
 from taskloom.generators.procedural.checks import FileText, JsonValue
 from taskloom.generators.procedural.primitives._tables import (
     DECIMAL,
+    PY_TABLES,
     ColumnValues,
+    csv_notes,
     derive,
     names,
     number,
@@ -92,6 +95,10 @@ def filter_records(ctx: StepContext, source) -> StepResult:
             records=records),
         instruction=sentence,
         solution=f"jq {q(f'map(select({condition.jq()}))')} {q(doc.path)} > {q(out)}",
+        alternative=ctx.python([doc.path, out], f"""
+objects = read_json(sys.argv[1])
+write_json(sys.argv[2], [o for o in objects if {condition.python(f'o[{condition.column!r}]')}])
+""", prelude=PY_TABLES),
         checks=[JsonValue(f"`{out}` holds the objects whose {condition.words()}", path=out,
                           expected=list(records), ordered=True)],
         tools=("jq",))
@@ -124,6 +131,9 @@ def extract_field(ctx: StepContext, source) -> StepResult:
                         lines=lines),
         instruction=sentence,
         solution=f"jq -r {q(f'.[] | {_get(field.name)}')} {q(doc.path)} > {q(out)}",
+        alternative=ctx.python([doc.path, out], f"""
+write_lines(sys.argv[2], [shortest(o[{field.name!r}]) for o in read_json(sys.argv[1])])
+""", prelude=PY_TABLES),
         checks=[FileText(f"`{out}` lists the {field.name} values", path=out,
                          expected=lines_text(lines), compare=ctx.compare(order_matters=True))],
         tools=("jq",))
@@ -151,13 +161,13 @@ def to_csv(ctx: StepContext, source) -> StepResult:
     sentence = ctx.phrase([
         f"Convert {doc.phrase} to the CSV file `{out}` with the columns {names(header)}, in "
         "that order: a header row with those names, then one row per object in array "
-        f"order, values unquoted{fmt}.",
+        f"order{fmt}.",
         f"Write `{out}`: a header line naming the columns {names(header)} (in this order, "
         f"comma-separated), then the matching values of every object of {doc.phrase}, one "
-        f"row per object, in order, without quotes{fmt}.",
+        f"row per object, in order{fmt}.",
         f"Flatten {doc.phrase} into the CSV file `{out}` with the columns {names(header)} "
         "(in that order, header row first), one comma-separated row per object in the "
-        f"original order, no quoting{fmt}.",
+        f"original order{fmt}.",
     ]) + ctx.hint("jq -r with join(\",\")")
     titles = ", ".join(f'"{name}"' for name in header)
     values = ", ".join(_get(name) for name in header)
@@ -171,8 +181,14 @@ def to_csv(ctx: StepContext, source) -> StepResult:
     return StepResult(
         output=output, instruction=sentence,
         solution=f"jq -r {q(program)} {q(doc.path)} > {q(out)}",
+        alternative=ctx.python([doc.path, out], f"""
+columns = {list(header)!r}
+objects = read_json(sys.argv[1])
+write_csv(sys.argv[2], [columns] + [[shortest(o[c]) for c in columns] for o in objects])
+""", prelude=PY_TABLES),
+        notes=csv_notes(ctx),
         checks=[FileText(f"`{out}` holds the objects as CSV", path=out, expected=output.text(),
-                         compare=ctx.compare(order_matters=True))],
+                         compare=ctx.compare(order_matters=True), form="csv")],
         tools=("jq",))
 
 
@@ -211,9 +227,15 @@ def group_count(ctx: StepContext, source) -> StepResult:
         instruction=sentence,
         solution=(f"jq -r {q(f'.[] | {_get(field.name)}')} {q(doc.path)} | LC_ALL=C sort | "
                   f"uniq -c | awk '{{print $2, $1}}'{tail} > {q(out)}"),
+        alternative=ctx.python([doc.path, out], f"""
+counts = Counter(o[{field.name!r}] for o in read_json(sys.argv[1]))
+ranked = sorted(counts.items(), key=lambda item: {
+    '(-item[1], item[0].encode())' if by_count else 'item[0].encode()'})
+write_lines(sys.argv[2], [f'{{value}} {{count}}' for value, count in ranked])
+""", prelude=PY_TABLES),
         checks=[FileText(f"`{out}` counts objects per {field.name}", path=out,
                          expected=lines_text(lines),
-                         compare=ctx.compare(order_matters=by_count))],
+                         compare=ctx.compare(order_matters=True))],  # both state an order
         tools=("jq", "sort", "uniq"))
 
 
@@ -254,6 +276,13 @@ def sort_records(ctx: StepContext, source) -> StepResult:
             f"{doc.phrase}, sorted by `{field.name}` ({brief})"), records=records),
         instruction=sentence,
         solution=f"jq {q(f'sort_by({key})')} {q(doc.path)} > {q(out)}",
+        alternative=ctx.python([doc.path, out], f"""
+objects = read_json(sys.argv[1])
+objects.sort(key=lambda o: {
+    f'Decimal(str(o[{field.name!r}]))' if field.numeric else f'o[{field.name!r}]'}\
+{', reverse=True' if descending and field.numeric else ''})
+write_json(sys.argv[2], objects)
+""", prelude=PY_TABLES),
         checks=[JsonValue(f"`{out}` is sorted by {field.name}", path=out,
                           expected=list(records), ordered=True)],
         tools=("jq",))
@@ -318,6 +347,11 @@ def reshape(ctx: StepContext, source) -> StepResult:
             f"{doc.phrase}, with {moved} (keys {kept})"), records=records),
         instruction=sentence,
         solution=f"jq {q(f'map({{{body}}})')} {q(doc.path)} > {q(out)}",
+        alternative=ctx.python([doc.path, out], f"""
+renames, dropped = {renames!r}, {dropped!r}
+write_json(sys.argv[2], [{{renames.get(k, k): v for k, v in o.items() if k not in dropped}}
+                         for o in read_json(sys.argv[1])])
+""", prelude=PY_TABLES),
         checks=[JsonValue(f"`{out}` holds the reshaped objects", path=out,
                           expected=list(records), ordered=True)],
         tools=("jq",))

@@ -35,6 +35,49 @@ ID_PATTERN = r"\b[a-f][0-9]{4}\b"
 SKIP_APP = "Lines that are not log records (stack traces, markers, blank lines) are ignored."
 SKIP_ACCESS = "Malformed lines that are not requests are ignored."
 
+# The alternatives (other tools than the reference's awk/sort/gzip loop) recognise records
+# as a reader of the files would: a record is `TIMESTAMP LEVEL [component] message`, a
+# request a line in nginx's combined format. Perl and Python regexes, not VALID_APP.
+PERL_RECORD = r"/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ (\S+) \[[^\]]*\] /"
+# Groups: timestamp, level, component, message.
+PY_RECORD = r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ) (\S+) \[([^\]]*)\] (.*)"
+# Groups: ip, time, method, path, status, bytes.
+PY_REQUEST = r'(\S+) \S+ \S+ \[([^\]]+)\] "(\S+) (\S+) [^"]*" (\d{3}) (\d+|-) .*'
+
+
+def _csv_check(ctx: StepContext, label: str, table: CsvTable) -> FileText:
+    """The CSV output holds these rows.
+
+    Below strictness 3 as RFC 4180 reads them (any quoting, CRLF or LF), at 3 the exact
+    bytes.
+    """
+    return FileText(label, path=table.path, expected=table.text(),
+                    compare=ctx.compare(order_matters=True), form="csv")
+
+
+def _csv_alternative(ctx: StepContext, source: str, table: CsvTable, pattern: str,
+                     row: str) -> str:
+    """Python's csv module writes the header and a row for each line `pattern` matches.
+
+    `row` is Python code on the regex `match` of the line. Below strictness 3 every field
+    is quoted (RFC 4180 reads it as the same rows); at 3 the instruction asks for exact
+    bytes: quotes only where needed.
+    """
+    quoting = "csv.QUOTE_MINIMAL" if ctx.difficulty.strictness == 3 else "csv.QUOTE_ALL"
+    style = f"csv.writer(dst, lineterminator='\\n', quoting={quoting})"
+    return ctx.python([source, table.path], f"""
+import csv, re, sys
+pattern = re.compile(r'{pattern}')
+with open(sys.argv[1], encoding='utf-8', newline='\\n') as src, \\
+        open(sys.argv[2], 'w', encoding='utf-8', newline='') as dst:
+    writer = {style}
+    writer.writerow({list(table.header)!r})
+    for line in src:
+        match = pattern.fullmatch(line.rstrip('\\n'))
+        if match:
+            writer.writerow({row})
+""")
+
 
 def _app_input(source) -> AppLog:
     if not isinstance(source, AppLog) or not source.records:
@@ -54,7 +97,7 @@ def _notes(ctx: StepContext, source, note: str) -> tuple[str, ...]:
 
 def _count_report(ctx: StepContext, log, counts: Counter, *, out: str, sentence: str,
                   phrase: str, label: str, select: str, field: int, note: str,
-                  ranked: bool = False, top: int | None = None,
+                  alternative: str, ranked: bool = False, top: int | None = None,
                   numeric: bool = False) -> StepResult:
     """A step that writes `KEY COUNT` lines: how many records share each value of a field.
 
@@ -62,7 +105,7 @@ def _count_report(ctx: StepContext, log, counts: Counter, *, out: str, sentence:
     builds the lines and the `awk | sort | uniq -c` solution. `select` is the awk condition
     on the records counted and `field` the awk field of the key. Lines are in key order
     (`numeric`: keys sorted as numbers), or `ranked`: most records first, ties by key, cut
-    to the first `top`.
+    to the first `top`. `alternative` is the step's other solution.
     """
     if ranked:
         items = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:top]
@@ -77,6 +120,7 @@ def _count_report(ctx: StepContext, log, counts: Counter, *, out: str, sentence:
         solution=(f"awk '{select} {{print ${field}}}' {q(log.path)} | "
                   f"{'sort -n' if numeric else 'sort'} | uniq -c | "
                   f"awk '{{print $2, $1}}'{rank}{head} > {q(out)}"),
+        alternative=alternative,
         checks=[FileText(label, path=out, expected=lines_text(lines),
                          compare=ctx.compare(order_matters=ranked))],
         tools=("awk", "sort", "uniq", "head") if top else ("awk", "sort", "uniq"),
@@ -104,6 +148,8 @@ def filter_level(ctx: StepContext, source) -> StepResult:
         output=TextFile(path=out, phrase=f"the {level} records of {log.phrase}", lines=lines),
         instruction=sentence,
         solution=f"awk '{APP_AWK} && $2 == \"{level}\"' {q(log.path)} > {q(out)}",
+        alternative=(f"LEVEL={q(level)} perl -ne 'print if {PERL_RECORD} && $1 eq $ENV{{LEVEL}}' "
+                     f"< {q(log.path)} > {q(out)}"),
         checks=[FileText(f"`{out}` holds the {level} records", path=out,
                          expected=lines_text(lines),
                          compare=ctx.compare(order_matters=True))],
@@ -128,7 +174,16 @@ def count_by_level(ctx: StepContext, source) -> StepResult:
         ctx, log, counts, out=out, sentence=sentence,
         phrase=(f"the record count per level of {log.phrase} (`LEVEL COUNT` lines, levels in "
                 "alphabetical order)"),
-        label=f"`{out}` counts records per level", select=APP_AWK, field=2, note=SKIP_APP)
+        label=f"`{out}` counts records per level", select=APP_AWK, field=2, note=SKIP_APP,
+        alternative=ctx.python([log.path, out], f"""
+import collections, re, sys
+record = re.compile(rb'{PY_RECORD}')
+with open(sys.argv[1], 'rb') as handle:
+    counts = collections.Counter(match.group(2).decode() for match in map(
+        record.fullmatch, handle.read().split(b'\\n')) if match)
+with open(sys.argv[2], 'w', encoding='utf-8') as out:
+    out.writelines(f'{{level}} {{counts[level]}}\\n' for level in sorted(counts))
+"""))
 
 
 @primitive("logs.time_window")
@@ -160,6 +215,19 @@ def time_window(ctx: StepContext, source) -> StepResult:
         instruction=sentence,
         solution=(f"awk -v a={q(start)} -v b={q(end)} '{APP_AWK} && $1 >= a && $1 < b' "
                   f"{q(log.path)} > {q(out)}"),
+        alternative=ctx.python([log.path, out, start, end], f"""
+import re, sys
+from datetime import datetime
+record = re.compile(rb'{PY_RECORD}')
+def moment(text):
+    return datetime.strptime(text, '%Y-%m-%dT%H:%M:%SZ')
+start, end = moment(sys.argv[3]), moment(sys.argv[4])
+with open(sys.argv[1], 'rb') as src, open(sys.argv[2], 'wb') as dst:
+    for line in src.read().split(b'\\n'):
+        match = record.fullmatch(line)
+        if match and start <= moment(match.group(1).decode()) < end:
+            dst.write(line + b'\\n')
+"""),
         checks=[FileText(f"`{out}` holds the records of the window", path=out,
                          expected=lines_text(lines),
                          compare=ctx.compare(order_matters=True))],
@@ -196,6 +264,9 @@ def extract_ids(ctx: StepContext, source) -> StepResult:
         instruction=sentence,
         solution=(f"awk '{APP_AWK} && $2 == \"{level}\"' {q(log.path)} | "
                   f"grep -oE '{ID_PATTERN}' > {q(out)}"),
+        alternative=(f"LEVEL={q(level)} perl -ne 'next unless {PERL_RECORD} && "
+                     "$1 eq $ENV{LEVEL}; print \"$_\\n\" for /\\b[a-f]\\d{4}\\b/g' "
+                     f"< {q(log.path)} > {q(out)}"),
         checks=[FileText(f"`{out}` lists the {level} identifiers", path=out,
                          expected=lines_text(ids),
                          compare=ctx.compare(order_matters=True))],
@@ -222,17 +293,17 @@ def to_csv(ctx: StepContext, source) -> StepResult:
         "`timestamp,level,component,message`; the component without its square brackets), "
         "keeping the order of the log.",
     ]) + ctx.hint("gawk's match() with capture groups")
-    expected = CsvTable(path=out, phrase="", header=header, rows=rows).text()
+    table = CsvTable(path=out, phrase=f"the records of {log.phrase} as CSV", header=header,
+                     rows=rows)
     return StepResult(
-        output=CsvTable(path=out, phrase=f"the records of {log.phrase} as CSV", header=header,
-                        rows=rows),
+        output=table,
         instruction=sentence,
         solution=(f"{{ echo 'timestamp,level,component,message'; awk 'match($0, "
                   f"/^([^ ]+) ([A-Z]+) \\[([^]]+)\\] (.*)$/, m) && {APP_AWK} "
                   f"{{print m[1] \",\" m[2] \",\" m[3] \",\" m[4]}}' {q(log.path)}; }} "
                   f"> {q(out)}"),
-        checks=[FileText(f"`{out}` holds the records as CSV", path=out, expected=expected,
-                         compare=ctx.compare(order_matters=True))],
+        alternative=_csv_alternative(ctx, log.path, table, PY_RECORD, "match.groups()"),
+        checks=[_csv_check(ctx, f"`{out}` holds the records as CSV", table)],
         tools=("awk",), notes=_notes(ctx, log, SKIP_APP))
 
 
@@ -258,7 +329,17 @@ def top_clients(ctx: StepContext, source) -> StepResult:
         ctx, log, counts, out=out, sentence=sentence,
         phrase=f"the {top} busiest clients of {log.phrase} (`IP COUNT` lines, busiest first)",
         label=f"`{out}` ranks the top clients", select=ACCESS_AWK, field=1, note=SKIP_ACCESS,
-        ranked=True, top=top)
+        ranked=True, top=top, alternative=ctx.python([log.path, out, str(top)], f"""
+import collections, re, sys
+request = re.compile(r'{PY_REQUEST}')
+with open(sys.argv[1], encoding='utf-8', newline='\\n') as handle:
+    counts = collections.Counter(match[1] for match in (
+        request.fullmatch(line.rstrip('\\n')) for line in handle) if match)
+ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+with open(sys.argv[2], 'w', encoding='utf-8') as out:
+    for ip, count in ranked[:int(sys.argv[3])]:
+        print(ip, count, file=out)
+"""))
 
 
 @primitive("logs.status_summary")
@@ -280,7 +361,10 @@ def status_summary(ctx: StepContext, source) -> StepResult:
         phrase=(f"the request count per HTTP status in {log.phrase} (`STATUS COUNT` lines, by "
                 "status code)"),
         label=f"`{out}` counts requests per status", select=ACCESS_AWK, field=9,
-        note=SKIP_ACCESS, numeric=True)
+        note=SKIP_ACCESS, numeric=True,
+        alternative=("perl -ne '$n{$1}++ if /^\\S+ \\S+ \\S+ \\[[^\\]]+\\] \"[^\"]*\" "
+                     "(\\d{3}) (\\d+|-) /; END { print \"$_ $n{$_}\\n\" for sort "
+                     f"{{ $a <=> $b }} keys %n }}' < {q(log.path)} > {q(out)}"))
 
 
 @primitive("logs.failing_paths")
@@ -305,7 +389,19 @@ def failing_paths(ctx: StepContext, source) -> StepResult:
         phrase=(f"the paths with server errors in {log.phrase} (`PATH COUNT` lines, most "
                 "errors first)"),
         label=f"`{out}` ranks paths by server errors", select=f"{ACCESS_AWK} && $9 >= 500",
-        field=7, note=SKIP_ACCESS, ranked=True)
+        field=7, note=SKIP_ACCESS, ranked=True, alternative=ctx.python([log.path, out], f"""
+import re, sys
+request = re.compile(r'{PY_REQUEST}')
+failures = {{}}
+with open(sys.argv[1], encoding='utf-8', newline='\\n') as handle:
+    for line in handle:
+        match = request.fullmatch(line.rstrip('\\n'))
+        if match and 500 <= int(match[5]) <= 599:
+            failures[match[4]] = failures.get(match[4], 0) + 1
+with open(sys.argv[2], 'w', encoding='utf-8') as out:
+    for path in sorted(failures, key=lambda path: (-failures[path], path)):
+        out.write(f'{{path}} {{failures[path]}}\\n')
+"""))
 
 
 @primitive("logs.access_to_csv")
@@ -327,17 +423,19 @@ def access_to_csv(ctx: StepContext, source) -> StepResult:
         "`29/Nov/2025:10:00:00`, no brackets, no zone), method, path, status and bytes, "
         "header first, requests in their original order.",
     ]) + ctx.hint("awk with gsub on the bracket")
-    expected = CsvTable(path=out, phrase="", header=header, rows=rows).text()
+    table = CsvTable(path=out, phrase=f"the requests of {log.phrase} as CSV", header=header,
+                     rows=rows, numeric=("status", "bytes"))
     return StepResult(
-        output=CsvTable(path=out, phrase=f"the requests of {log.phrase} as CSV", header=header,
-                        rows=rows, numeric=("status", "bytes")),
+        output=table,
         instruction=sentence,
         solution=(f"{{ echo 'ip,time,method,path,status,bytes'; awk '{ACCESS_AWK} "
                   f"{{t=$4; sub(/^\\[/, \"\", t); m=$6; sub(/^\"/, \"\", m); "
                   f"print $1 \",\" t \",\" m \",\" $7 \",\" $9 \",\" $10}}' {q(log.path)}; }} "
                   f"> {q(out)}"),
-        checks=[FileText(f"`{out}` holds the requests as CSV", path=out, expected=expected,
-                         compare=ctx.compare(order_matters=True))],
+        alternative=_csv_alternative(
+            ctx, log.path, table, PY_REQUEST,
+            "[match[1], match[2].split(' ')[0], match[3], match[4], match[5], match[6]]"),
+        checks=[_csv_check(ctx, f"`{out}` holds the requests as CSV", table)],
         tools=("awk",), notes=_notes(ctx, log, SKIP_ACCESS))
 
 
@@ -376,6 +474,26 @@ def merge_sorted(ctx: StepContext, source) -> StepResult:
         instruction=sentence,
         solution=(f"for f in {q(logs.path)}/*.log; do awk '{APP_AWK}' \"$f\"; done | "
                   f"sort -s -k1,1 > {q(out)}"),
+        alternative=ctx.python([logs.path, out], f"""
+import os, re, sys
+from datetime import datetime
+record = re.compile(rb'{PY_RECORD}')
+merged = []
+names = sorted(os.fsencode(name) for name in os.listdir(sys.argv[1]))
+for name in names:
+    path = os.path.join(os.fsencode(sys.argv[1]), name)
+    if not name.endswith(b'.log') or not os.path.isfile(path):
+        continue
+    with open(path, 'rb') as handle:
+        for line in handle.read().split(b'\\n'):
+            match = record.fullmatch(line)
+            if match:
+                when = datetime.strptime(match[1].decode(), '%Y-%m-%dT%H:%M:%SZ')
+                merged.append((when, line))
+merged.sort(key=lambda item: item[0])  # stable: ties keep file, then line order
+with open(sys.argv[2], 'wb') as out:
+    out.writelines(line + b'\\n' for _, line in merged)
+"""),
         checks=[FileText(f"`{out}` is the time-ordered merge", path=out,
                          expected=lines_text(lines),
                          compare=ctx.compare(order_matters=True))],
@@ -400,7 +518,8 @@ def error_summary(ctx: StepContext, source) -> StepResult:
         "is the file name minus `.log`, COUNT its number of ERROR records; alphabetical "
         "order, include services with 0.",
         f"Report how many ERROR records each service logged: `SERVICE COUNT` lines in `{out}` "
-        f"for every .log file in `{logs.path}`, sorted by service name, zeros included.",
+        f"for every .log file in `{logs.path}` (SERVICE: the file name without `.log`), "
+        "sorted by service name, zeros included.",
     ]) + ctx.hint("a for loop with awk | wc -l")
     return StepResult(
         output=Report(
@@ -411,6 +530,13 @@ def error_summary(ctx: StepContext, source) -> StepResult:
         solution=(f"for f in {q(logs.path)}/*.log; do printf '%s %s\\n' "
                   f"\"$(basename \"$f\" .log)\" \"$(awk '{APP_AWK} && $2 == \"ERROR\"' \"$f\" "
                   f"| wc -l)\"; done > {q(out)}"),
+        alternative=(f"find {q(logs.path)} -maxdepth 1 -type f -name '*.log' -exec perl -e '"
+                     "my %errors; for my $file (@ARGV) { "
+                     "(my $name = $file) =~ s!^.*/|\\.log$!!g; $errors{$name} = 0; "
+                     "open(my $in, \"<\", $file) or die \"$file: $!\"; while (<$in>) { "
+                     f"$errors{{$name}}++ if {PERL_RECORD} && $1 eq \"ERROR\" }} }} "
+                     "print \"$_ $errors{$_}\\n\" for sort keys %errors' {} + "
+                     f"> {q(out)}"),
         checks=[FileText(f"`{out}` counts errors per service", path=out,
                          expected=lines_text(lines),
                          compare=ctx.compare())],
@@ -474,10 +600,17 @@ def rotate_keep(ctx: StepContext, source) -> StepResult:
         "  : > \"$f\"\n"
         "done\n"
         "cd - >/dev/null")
+    # logrotate itself, forced, with `copytruncate` (copy to X.log.1, compress, truncate).
+    config = [f'"{logs.path}/*.log" {{', f"    rotate {keep}", "    compress",
+              "    copytruncate", "}"]
+    alternative = ("conf=$(mktemp -d)\n"
+                   f"printf '%s\\n' {' '.join(q(line) for line in config)} > \"$conf/rotate\"\n"
+                   "logrotate --force --state \"$conf/state\" \"$conf/rotate\"\n"
+                   "rm -rf \"$conf\"")
     return StepResult(
         output=LogDir(path=logs.path, phrase=f"the rotated logs in `{logs.path}`",
                       logs=tuple(rotated), mtimes=tuple(None for _ in rotated)),
-        instruction=sentence, solution=solution,
+        instruction=sentence, solution=solution, alternative=alternative,
         checks=[TreeListing(f"`{logs.path}` holds the rotated generations", root=logs.path,
                             expected=tuple(names)),
                 GzipContents.of("the generations hold the right logs", expected_files),
@@ -515,6 +648,19 @@ def compress_old(ctx: StepContext, source) -> StepResult:
         instruction=sentence,
         solution=(f"find {q(logs.path)} -maxdepth 1 -name '*.log' ! -newermt @{cutoff} "
                   "-exec gzip {} +"),
+        alternative=ctx.python([logs.path, _stamp(cutoff)], """
+import gzip, os, shutil, sys
+from datetime import datetime, timezone
+cutoff = datetime.strptime(sys.argv[2], '%Y-%m-%d %H:%M UTC').replace(tzinfo=timezone.utc)
+for entry in sorted(os.scandir(sys.argv[1]), key=lambda entry: entry.name):
+    if not entry.name.endswith('.log') or not entry.is_file(follow_symlinks=False):
+        continue
+    if entry.stat().st_mtime < cutoff.timestamp():
+        with open(entry.path, 'rb') as src, gzip.open(entry.path + '.gz', 'wb') as dst:
+            shutil.copyfileobj(src, dst)
+        shutil.copystat(entry.path, entry.path + '.gz')
+        os.remove(entry.path)
+"""),
         checks=[GzipContents.of("old logs are compressed", expected),
                 *[FileText(f"{log.path} is kept", path=log.path, expected=log.text(),
                            compare="exact") for log in recent[:2]],

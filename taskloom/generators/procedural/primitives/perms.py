@@ -249,10 +249,25 @@ def set_modes(ctx: StepContext, source) -> StepResult:
         f"find {root} -type d -exec chmod {directory:o} {{}} +",
         f"find {root} -type f -name '*.sh' -exec chmod {script:o} {{}} +",
         f"find {root} -type f ! -name '*.sh' -exec chmod {data:o} {{}} +"])
+    alternative = ctx.python(
+        [tree.path, f"{directory:o}", f"{script:o}", f"{data:o}"],
+        "import os, stat, sys\n"
+        "root = sys.argv[1]\n"
+        "folder, script, other = (int(mode, 8) for mode in sys.argv[2:5])\n"
+        "os.chmod(root, folder)\n"
+        "for top, dirs, files in os.walk(root):\n"
+        "    for name in dirs:\n"
+        "        path = os.path.join(top, name)\n"
+        "        if not os.path.islink(path):\n"
+        "            os.chmod(path, folder)\n"
+        "    for name in files:\n"
+        "        path = os.path.join(top, name)\n"
+        "        if stat.S_ISREG(os.lstat(path).st_mode):\n"
+        "            os.chmod(path, script if name.endswith('.sh') else other)\n")
     return StepResult(
         output=FileTree(path=tree.path, phrase=tree.phrase,
                         files=tuple(result)),
-        instruction=sentence, solution=solution,
+        instruction=sentence, solution=solution, alternative=alternative,
         checks=[TreeModes(f"the files and directories of {tree.path} have their modes",
                           root=tree.path,
                           files=tuple((f.relpath, sha256(f.content), f.mode) for f in result),
@@ -290,11 +305,24 @@ def chown_tree(ctx: StepContext, source) -> StepResult:
     else:
         create = f"useradd --system --no-create-home --shell {NOLOGIN} --user-group {q(user)}"
     solution = f"{create}\nchown -R {q(user)}:{q(group)} {q(tree.path)}"
+    # A system group made first (the reference's may be a regular one), a home that is
+    # never created, and the ownership set by walking the tree in Python.
+    chown = ctx.python([tree.path, user, group],
+                       "import grp, os, pwd, sys\n"
+                       "root, user, group = sys.argv[1:4]\n"
+                       "uid, gid = pwd.getpwnam(user).pw_uid, grp.getgrnam(group).gr_gid\n"
+                       "os.lchown(root, uid, gid)\n"
+                       "for top, dirs, files in os.walk(root):\n"
+                       "    for name in dirs + files:\n"
+                       "        os.lchown(os.path.join(top, name), uid, gid)\n")
+    alternative = (f"getent group {q(group)} >/dev/null || groupadd --system {q(group)}\n"
+                   f"useradd --system --gid {q(group)} --home-dir /nonexistent --no-create-home "
+                   f"--shell {NOLOGIN} {q(user)}\n{chown}")
     result = tuple(replace(f, owner=user, group=group) for f in tree.files)
     return StepResult(
         output=FileTree(path=tree.path, phrase=tree.phrase,
                         files=result),
-        instruction=sentence, solution=solution,
+        instruction=sentence, solution=solution, alternative=alternative,
         checks=[UsersExist(f"{user} exists", users=((user, NOLOGIN, (group,)),)),
                 ServiceAccount(f"{user} is a system account in group {group}", user=user,
                                group=group),
@@ -327,14 +355,29 @@ def find_world_writable(ctx: StepContext, source) -> StepResult:
     if relative:
         lines = tuple(f"{f.mode:o} {f.relpath}" for f in found)
         layout = (f"one line per file: its permission bits in octal as `stat -c %a` prints "
-                  f"them (like `666`), a space, then its path relative to {tree.path}; lines "
-                  "sorted by path in byte order")
+                  f"them (like `666`), a space, then its path relative to {tree.path} (no "
+                  "leading `./`); lines sorted by path in byte order")
         solution = (f"find {q(tree.path)} -type f -perm -o+w -printf '%m %P\\n' | "
                     f"LC_ALL=C sort -t ' ' -k2 > {q(out)}")
     else:
         lines = tuple(f"{tree.path}/{f.relpath}" for f in found)
         layout = "the absolute path of each such file, one per line, sorted in byte order"
         solution = f"find {q(tree.path)} -type f -perm -o+w | LC_ALL=C sort > {q(out)}"
+    alternative = ctx.python(
+        [tree.path, out, "relative" if relative else "absolute"],
+        "import os, stat, sys\n"
+        "root, out, layout = os.fsencode(sys.argv[1]), sys.argv[2], sys.argv[3]\n"
+        "rows = []\n"
+        "for top, dirs, files in os.walk(root):\n"
+        "    for name in files:\n"
+        "        path = os.path.join(top, name)\n"
+        "        info = os.lstat(path)\n"
+        "        if stat.S_ISREG(info.st_mode) and info.st_mode & stat.S_IWOTH:\n"
+        "            rel = os.path.relpath(path, root)\n"
+        "            rows.append((rel, b'%o %s' % (stat.S_IMODE(info.st_mode), rel)\n"
+        "                         if layout == 'relative' else path))\n"
+        "with open(out, 'wb') as handle:\n"
+        "    handle.writelines(line + b'\\n' for _, line in sorted(rows))\n")
     sentence = ctx.phrase([
         f"Audit {tree.phrase} for regular files that any user may write to (the "
         f"write bit for others is set) and write to {out} {layout}.",
@@ -346,7 +389,7 @@ def find_world_writable(ctx: StepContext, source) -> StepResult:
     return StepResult(
         output=Report(path=out, phrase=f"the world-writable files of {tree.phrase}",
                       lines=lines),
-        instruction=sentence, solution=solution,
+        instruction=sentence, solution=solution, alternative=alternative,
         checks=[FileText(f"{out} lists the world-writable files", path=out,
                          expected=lines_text(lines),
                          compare=ctx.compare())],
@@ -378,6 +421,7 @@ def create_from_csv(ctx: StepContext, source) -> StepResult:
         chosen = [r for r in rows if r[team] == value]
         which = f"every person whose `{groups[0]}` is `{value}`"
         condition = f'${team + 1} == "{value}"'
+        selector, wanted = groups[0], value  # the alternative selects rows by header name
     elif how == "date":
         column = table.column(dates[0])
         days = sorted({r[column] for r in rows})
@@ -385,10 +429,12 @@ def create_from_csv(ctx: StepContext, source) -> StepResult:
         chosen = [r for r in rows if r[column] >= cutoff]
         which = f"every person whose `{dates[0]}` date is {cutoff} or later"
         condition = f"${column + 1} >= \"{cutoff}\""
+        selector, wanted = dates[0], cutoff
     else:
         chosen = rows
         which = "every person listed"
         condition = "1"
+        selector, wanted = "", ""
     accounts: dict[str, set[str]] = {}
     for row in chosen:
         accounts.setdefault(username(row[person]), set()).add(row[team])
@@ -424,6 +470,42 @@ def create_from_csv(ctx: StepContext, source) -> StepResult:
         "  id -u \"$user\" >/dev/null 2>&1 || useradd -m -s /bin/bash \"$user\"\n"
         "  usermod -aG \"$group\" \"$user\"\n"
         "done")
+    # Python's csv module selects the rows; each new account gets its (first) department as
+    # its primary group, the others as supplementary ones, in one useradd call.
+    alternative = ctx.python(
+        [table.path, people[0], groups[0], how, selector, wanted],
+        "import csv, grp, pwd, subprocess, sys\n"
+        "path, person, team, how, column, wanted = sys.argv[1:7]\n"
+        "accounts = {}\n"
+        "with open(path, newline='', encoding='utf-8') as handle:\n"
+        "    for row in csv.DictReader(handle):\n"
+        "        cell = {key: value or '' for key, value in row.items()}\n"
+        "        if how == 'group' and cell[column] != wanted:\n"
+        "            continue\n"
+        "        if how == 'date' and cell[column] < wanted:\n"
+        "            continue\n"
+        "        user = ''.join(c for c in cell[person].lower() if 'a' <= c <= 'z')\n"
+        "        if user:\n"
+        "            accounts.setdefault(user, {})[cell[team]] = None\n"
+        "for group in sorted({g for groups in accounts.values() for g in groups}):\n"
+        "    try:\n"
+        "        grp.getgrnam(group)\n"
+        "    except KeyError:\n"
+        "        subprocess.run(['groupadd', group], check=True)\n"
+        "for user, groups in sorted(accounts.items()):\n"
+        "    groups = list(groups)\n"
+        "    try:\n"
+        "        pwd.getpwnam(user)\n"
+        "    except KeyError:\n"
+        "        command = ['useradd', '--create-home', '--home-dir',\n"
+        "                   '/home/' + user, '--shell', '/bin/bash',\n"
+        "                   '--no-user-group', '--gid', groups[0]]\n"
+        "        if groups[1:]:\n"
+        "            command += ['--groups', ','.join(groups[1:])]\n"
+        "        subprocess.run(command + [user], check=True)\n"
+        "    else:\n"
+        "        command = ['usermod', '-a', '-G', ','.join(groups), user]\n"
+        "        subprocess.run(command, check=True)\n")
     checks: list[Assertion] = [
         UsersExist(f"the accounts of {which} exist with their groups", users=users),
         *[PathState(f"/home/{name} exists", path=f"/home/{name}", state="dir")
@@ -433,5 +515,5 @@ def create_from_csv(ctx: StepContext, source) -> StepResult:
     return StepResult(
         output=Accounts(path="/etc/passwd", phrase=f"the accounts of {which} in "
                         f"{table.phrase}", users=users),
-        instruction=sentence, solution=solution, checks=checks,
+        instruction=sentence, solution=solution, alternative=alternative, checks=checks,
         tools=("awk", "useradd", "groupadd", "usermod"), side_effect=True)

@@ -25,14 +25,19 @@ TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9]{2,}")
 TEXT_EXTENSIONS = frozenset(("md", "txt", "html", "css", "js", "svg", "csv", "tsv", "json",
                              "yaml", "yml", "conf", "py", "sh", "toml", "xml", "log", "sql"))
 FIXTURE = "/tmp/taskloom-tool-check.txt"
+# A copy of the tool's example input, written by the check: the tool is judged on that
+# content, not on a file an earlier step should have left (the instruction may not say
+# where, or in which form, when it states only the goal).
+SAMPLE = "/tmp/taskloom-tool-sample.txt"
 
 
 @dataclass(frozen=True, eq=False)
 class ToolScript(Script):
     """A script written by the agent to a contract; its text is unknown in advance."""
 
-    sample: tuple[str, ...] = ()  # arguments of a typical run
+    sample: tuple[str, ...] = ()  # arguments of a typical run, on the example input
     sample_output: str = ""  # what that run prints
+    sample_text: str = ""  # the example input's content
 
 
 @dataclass(frozen=True)
@@ -41,15 +46,15 @@ class ToolRuns(Assertion):
 
     program: str = ""
     cases: tuple[tuple[tuple[str, ...], str | None, int], ...] = ()  # (args, stdout, code)
-    fixture: str = ""  # text written to FIXTURE before the runs ("" writes none)
+    fixtures: tuple[tuple[str, str], ...] = ()  # (path, text) written before the runs
     compare: str = "lines"
 
     def body(self) -> list[str]:
-        """Write the fixture, then run every case and compare output and status."""
+        """Write the fixtures, then run every case and compare output and status."""
         lines = []
-        if self.fixture:
-            lines += [f"Path({FIXTURE!r}).unlink(missing_ok=True)",  # not through a link
-                      f"Path({FIXTURE!r}).write_text({self.fixture!r}, encoding='utf-8')"]
+        for path, text in self.fixtures:
+            lines += [f"Path({path!r}).unlink(missing_ok=True)",  # not through a link
+                      f"Path({path!r}).write_text({text!r}, encoding='utf-8')"]
         # A command installed by name is found on the PATH the agent had (the verifier's
         # own PATH leaves /usr/local out: shadows of its tools could live there).
         path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -154,6 +159,7 @@ def batch_convert(ctx: StepContext, source) -> StepResult:
             return data.replace(word.encode(), new.encode())
 
         what = f"every occurrence of `{word}` replaced with `{new}`"
+        change = f"data = data.replace(os.fsencode({word!r}), os.fsencode({new!r}))"
         command = f"sed 's/{word}/{new}/g' \"$f\""
         hint = "find -print0 | while read, sed"
     elif kind == "header":
@@ -164,6 +170,7 @@ def batch_convert(ctx: StepContext, source) -> StepResult:
 
         what = (f"the line `{header}` inserted as a new first line (an empty file becomes "
                 "just that line)")
+        change = f"data = os.fsencode({header!r}) + b'\\n' + data"
         command = f"{{ printf '%s\\n' {q(header)}; cat \"$f\"; }}"
         hint = "find -print0 | while read, printf and cat"
     else:  # the files came from Windows: make the generated ones CRLF first
@@ -179,6 +186,7 @@ def batch_convert(ctx: StepContext, source) -> StepResult:
             return data.replace(b"\r\n", b"\n")
 
         what = "Windows line endings (CRLF) turned into Unix ones (LF)"
+        change = "data = data.replace(b'\\r\\n', b'\\n')"
         command = "sed 's/\\r$//' \"$f\""
         hint = "find -print0 | while read, sed 's/\\r$//'"
     dest = ctx.output_path(f"converted-{ext}", "")
@@ -204,10 +212,27 @@ def batch_convert(ctx: StepContext, source) -> StepResult:
                 "  mkdir -p \"$dest/$(dirname \"$rel\")\"\n"
                 f"  {command} > \"$dest/$rel\"\n"
                 "done")
+    # Python walks the tree (the files found first, then written) and converts the bytes.
+    alternative = ctx.python(
+        [tree.path, dest, ext],
+        "import os, sys\n"
+        "src, dest, ext = sys.argv[1:4]\n"
+        "found = [os.path.join(top, name) for top, _, names in os.walk(src)\n"
+        "         for name in names if name.endswith('.' + ext)]\n"
+        "for path in found:\n"
+        "    if os.path.islink(path) or not os.path.isfile(path):\n"
+        "        continue\n"
+        "    with open(path, 'rb') as handle:\n"
+        "        data = handle.read()\n"
+        f"    {change}\n"
+        "    target = os.path.join(dest, os.path.relpath(path, src))\n"
+        "    os.makedirs(os.path.dirname(target), exist_ok=True)\n"
+        "    with open(target, 'wb') as handle:\n"
+        "        handle.write(data)\n")
     return StepResult(
         output=FileTree(path=dest, phrase=f"converted copies of {where}, with {what}",
                         files=result),
-        instruction=sentence, solution=solution,
+        instruction=sentence, solution=solution, alternative=alternative,
         checks=[ConvertedTree(f"{dest} holds the converted *.{ext} files", root=dest,
                               files=tuple((a.relpath, sha256(a.content), sha256(b.content))
                                           for a, b in zip(targets, result, strict=True)))],
@@ -256,6 +281,49 @@ TOOL_CODE = {
 }
 
 
+# The alternative's tools: a bash wrapper that runs the contract in Python (stdlib).
+TOOL_PYTHON = {
+    "count": ('if len(args) != 2:', '    usage()',
+              'word, lines = os.fsencode(args[0]), read(args[1])',
+              "out.write(b'%d\\n' % sum(word in line for line in lines))"),
+    "match": ('if len(args) != 2:', '    usage()',
+              'word, lines = os.fsencode(args[0]), read(args[1])',
+              'for number, line in enumerate(lines, 1):',
+              '    if word in line:',
+              "        out.write(b'%d:%s\\n' % (number, line))"),
+    "top": ('if len(args) != 2 or not re.fullmatch("[0-9]+", args[0]):', '    usage()',
+            'lines = read(args[1])',
+            'counts = collections.Counter(line for line in lines if line.strip())',
+            'ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))',
+            'for line, count in ranked[:int(args[0])]:',
+            "    out.write(b'%d %s\\n' % (count, line))"),
+    "range": ('if len(args) != 3 or not all(re.fullmatch("[0-9]+", a) for a in args[:2]):',
+              '    usage()',
+              'first, last = int(args[0]), int(args[1])',
+              'if not 1 <= first <= last:', '    usage()',
+              'for line in read(args[2])[first - 1:last]:',
+              "    out.write(line + b'\\n')"),
+}
+
+
+def _python_tool(kind: str, name: str, usage: str) -> list[str]:
+    """The lines of a bash script that runs the tool's contract in Python."""
+    return ["#!/bin/bash", "exec python3 - \"$@\" <<'TOOL_PY'",
+            "import collections, os, re, sys",
+            "args, out = sys.argv[1:], sys.stdout.buffer",
+            "def usage():",
+            f"    sys.stderr.write({f'usage: {name} {usage}'!r} + '\\n')",
+            "    sys.exit(2)",
+            "def read(path):",
+            "    try:",
+            "        with open(path, 'rb') as handle:",
+            "            return [line.removesuffix(b'\\n') for line in handle]",
+            "    except OSError as error:",
+            "        sys.stderr.write(f'{path}: {error.strerror}\\n')",
+            "        sys.exit(1)",
+            *TOOL_PYTHON[kind], "TOOL_PY"]
+
+
 def _run_tool(kind: str, args: tuple[str, ...], lines: list[str]) -> str:
     """What the tool prints for these arguments on a file of these lines."""
     if kind == "count":
@@ -282,6 +350,10 @@ def write_tool(ctx: StepContext, source) -> StepResult:
     """A small command-line tool with a specified contract, run on the input."""
     if not isinstance(source, TextFile) or not source.lines:
         raise NotApplicable("needs a text file with known lines")
+    if ctx.difficulty.specification == 3 and ctx.step > 1:
+        # The goal-only instruction hides the step that makes the example input, and the
+        # tool is judged on a copy of that input: nothing would check the hidden step.
+        raise NotApplicable("the example input's step would be hidden and unchecked")
     lines = list(source.lines)
     kind = ctx.rng.choice(sorted(TOOLS))
     name, usage, contract = TOOLS[kind]
@@ -293,15 +365,15 @@ def write_tool(ctx: StepContext, source) -> StepResult:
             raise NotApplicable("no word occurs in only some lines")
         word = ctx.rng.choice(words)
         common = next(line.split()[0] for line in fixture if line.strip())
-        runs = [(word, source.path), ("1.2", FIXTURE), (common, FIXTURE), ("zz-none", FIXTURE)]
+        runs = [(word, SAMPLE), ("1.2", FIXTURE), (common, FIXTURE), ("zz-none", FIXTURE)]
     elif kind == "top":
-        runs = [(str(ctx.rng.randint(2, 5)), source.path), ("2", FIXTURE), ("9", FIXTURE)]
+        runs = [(str(ctx.rng.randint(2, 5)), SAMPLE), ("2", FIXTURE), ("9", FIXTURE)]
     else:
         if len(lines) < 3:
             raise NotApplicable("too short for a range")
         first = ctx.rng.randint(1, len(lines) - 1)
         last = ctx.rng.randint(first, min(len(lines), first + 30))
-        runs = [(str(first), str(last), source.path), ("2", "4", FIXTURE),
+        runs = [(str(first), str(last), SAMPLE), ("2", "4", FIXTURE),
                 ("7", "20", FIXTURE)]
     cases = [(args, _run_tool(kind, args[:-1], fixture if args[-1] == FIXTURE else lines), 0)
              for args in runs]
@@ -329,13 +401,18 @@ def write_tool(ctx: StepContext, source) -> StepResult:
     script = ["#!/bin/bash", *TOOL_CODE[kind]]
     solution = (f"cat > {q(out)} <<'TASKLOOM_TOOL'\n" + lines_text(script) + "TASKLOOM_TOOL\n"
                 f"chmod 755 {q(out)}")
-    sample = runs[0]
+    sample = (*runs[0][:-1], source.path)
+    alternative = (f"cat > {q(out)} <<'TASKLOOM_ALT'\n"
+                   + lines_text(_python_tool(kind, name, usage))
+                   + f"TASKLOOM_ALT\nchmod a+rx {q(out)}")
     return StepResult(
         output=ToolScript(path=out, phrase=f"the tool {out} (`{name} {usage}`)", lines=(),
-                          sample=sample, sample_output=cases[0][1] or ""),
-        instruction=sentence, solution=solution,
+                          sample=sample, sample_output=cases[0][1] or "",
+                          sample_text=lines_text(lines)),
+        instruction=sentence, solution=solution, alternative=alternative,
         checks=[ToolRuns(f"{out} follows its contract", program=out, cases=tuple(cases),
-                         fixture=lines_text(fixture),
+                         fixtures=((FIXTURE, lines_text(fixture)),
+                                   (SAMPLE, lines_text(lines))),
                          compare="exact" if ctx.difficulty.strictness == 3 else "lines")],
         tools=("bash", "grep", "sort", "sed"), side_effect=True)
 
@@ -383,6 +460,13 @@ def make_executable(ctx: StepContext, source) -> StepResult:
     ]) + ctx.hint("install -m -o -g")
     owner = f" -o root -g {group}" if shared else ""
     solution = f"install -m {mode:04o}{owner} {q(source.path)} {q(dest)}"
+    alternative = ctx.python(
+        [source.path, dest, group, f"{mode:o}"],
+        "import grp, os, shutil, sys\n"
+        "source, dest, group, mode = sys.argv[1:5]\n"
+        "shutil.copyfile(source, dest)\n"
+        "os.chown(dest, 0, grp.getgrnam(group).gr_gid)\n"
+        "os.chmod(dest, int(mode, 8))\n")
     checks: list[Assertion] = [
         Modes(f"{dest} has mode {mode:04o} and its owners", modes=((dest, mode),),
               owners=((dest, "root", group),)),
@@ -390,11 +474,13 @@ def make_executable(ctx: StepContext, source) -> StepResult:
     version = _version_line(source.lines)
     if isinstance(source, ToolScript) and source.sample:
         checks.append(ToolRuns(f"`{name}` runs by name", program=name,
-                               cases=((source.sample, source.sample_output, 0),)))
+                               cases=(((*source.sample[:-1], SAMPLE), source.sample_output,
+                                       0),),
+                               fixtures=((SAMPLE, source.sample_text),)))
     elif version:
         checks.append(ToolRuns(f"`{name} --version` runs by name", program=name,
                                cases=((("--version",), version + "\n", 0),)))
     return StepResult(
         output=replace(source, path=dest, phrase=f"the command `{name}` ({dest})"),
-        instruction=sentence, solution=solution, checks=checks,
+        instruction=sentence, solution=solution, alternative=alternative, checks=checks,
         tools=("install",), side_effect=True)

@@ -104,6 +104,31 @@ def _sqlite(path: str, query: str) -> tuple[str, ...]:
     return ("sqlite3", "-batch", "-list", "-noheader", path, query)
 
 
+# Shared head of the python alternatives: quoting names, testing a row condition.
+PY_SQL = r'''
+import sqlite3
+import sys
+
+
+def name(text):
+    return '"' + text.replace('"', '""') + '"'
+
+
+def holds(value, op, wanted):
+    if op == "is":
+        return value == wanted
+    if op == "greater":
+        return value is not None and float(value) > float(wanted)
+    return value is not None and float(value) < float(wanted)
+'''
+
+
+def _condition_args(condition) -> tuple[str, str, str]:
+    """A condition as the instruction words it: column, relation, value."""
+    op = {"==": "is", ">": "greater", "<": "less"}[condition.op]
+    return condition.column, op, condition.value
+
+
 def _dump(db: SqliteDb, rows, label: str, compare, keys=None) -> CommandText:
     """A check that the table (or the rows with these keys) holds exactly `rows`."""
     key = _key(db)
@@ -176,10 +201,57 @@ def import_csv(ctx: StepContext, source) -> StepResult:
         solution=(_script("", out, create) + "\n"
                   f"tail -n +2 {q(source.path)} | sqlite3 {q(out)} "
                   f"{q(f'.import --csv /dev/stdin {table}')}"),
+        # python's csv and sqlite3 modules, values converted to the stated types, the rows
+        # inserted last to first (a table's row order is not part of the task)
+        alternative=ctx.python([source.path, out, table, *(f"{n} {k}" for n, k in columns)],
+                               PY_IMPORT, prelude=PY_SQL),
         checks=checks, tools=("sqlite3",), side_effect=True)
 
 
+PY_IMPORT = r'''
+import csv
+
+source, target, table, *spec = sys.argv[1:]
+columns = [item.rsplit(" ", 1) for item in spec]
+convert = {"INTEGER": int, "REAL": float, "TEXT": str}
+with open(source, newline="", encoding="utf-8") as handle:
+    records = [row for row in csv.reader(handle)][1:]
+values = [[convert[kind](value) for value, (_, kind) in zip(row, columns)]
+          for row in records if row]
+db = sqlite3.connect(target)
+with db:
+    db.execute(f"CREATE TABLE {name(table)} ("
+               + ", ".join(f"{name(column)} {kind}" for column, kind in columns) + ")")
+    db.executemany(f"INSERT INTO {name(table)} VALUES ({', '.join('?' * len(columns))})",
+                   reversed(values))
+db.close()
+'''
+
 AGGREGATES = {"SUM": "total", "MAX": "largest", "MIN": "smallest", "COUNT": "number of rows"}
+
+
+PY_GROUP = r'''
+import math
+
+path, table, group, function, field, decimals, order, out = sys.argv[1:]
+db = sqlite3.connect(path)
+groups = {}
+for key, value in db.execute(f"SELECT {name(group)}, {name(field) if field else 1} "
+                             f"FROM {name(table)}"):
+    groups.setdefault(key, []).append(value)
+db.close()
+total = math.fsum if decimals == "2" else sum
+aggregate = {"SUM": total, "MAX": max, "MIN": min, "COUNT": len}[function]
+results = {key: aggregate(values) for key, values in groups.items()}
+if order == "value":  # amounts compare by their cents: float noise is no difference
+    ranked = sorted(results, key=lambda key: (-round(results[key], 2), key))
+else:
+    ranked = sorted(results)
+shown = [f"{key}|{results[key]:.2f}" if decimals == "2" else f"{key}|{int(results[key])}"
+         for key in ranked]
+with open(out, "w", encoding="utf-8") as handle:
+    handle.write("\n".join(shown) + END)
+'''
 
 
 @primitive("sqlite.group_by")
@@ -244,6 +316,11 @@ def group_by(ctx: StepContext, source) -> StepResult:
                       f"(`VALUE|RESULT` lines, the result {fmt}, {order})", lines=lines),
         instruction=sentence,
         solution=_script("", db.path, query, out),
+        # python: the rows read with the sqlite3 module, grouped and aggregated in python
+        alternative=ctx.python([db.path, db.table, group.name, function,
+                                field.name if field else "", "2" if real else "0",
+                                "value" if by_value else "group", out],
+                               PY_GROUP, prelude=PY_SQL),
         checks=[FileText(f"`{out}` holds the {what} per {group.name}", path=out,
                          expected=lines_text(lines),
                          compare=ctx.compare(order_matters=by_value))],
@@ -320,9 +397,49 @@ def export_csv(ctx: StepContext, source) -> StepResult:
     return StepResult(
         output=output, instruction=sentence,
         solution=_script(" -header -separator ,", db.path, query, out),
+        # python: every row read with the sqlite3 module, filtered and sorted in python,
+        # written with the csv module
+        alternative=ctx.python([db.path, db.table, out, *_condition_args(condition),
+                                ",".join(header), ",".join(reals), by.name,
+                                "desc" if descending else "asc",
+                                ",".join(name for name in ties if name != by.name)],
+                               PY_EXPORT, prelude=PY_SQL),
         checks=[FileText(f"`{out}` holds the exported rows", path=out, expected=output.text(),
                          compare=ctx.compare(order_matters=True))],
         tools=("sqlite3",))
+
+
+PY_EXPORT = r'''
+import csv
+import io
+
+path, table, out, column, op, wanted, selected, reals, by, direction, ties = sys.argv[1:]
+selected, reals, ties = (text.split(",") if text else [] for text in (selected, reals, ties))
+db = sqlite3.connect(path)
+cursor = db.execute(f"SELECT * FROM {name(table)}")
+fields = [item[0] for item in cursor.description]
+rows = [dict(zip(fields, row)) for row in cursor if holds(row[fields.index(column)], op,
+                                                           wanted)]
+db.close()
+
+
+def rank(value):  # amounts compare by their cents: float noise is no difference
+    return round(value, 2) if isinstance(value, float) else value
+
+
+def order(row):
+    first = rank(row[by])
+    return (-first if direction == "desc" else first, *(rank(row[tie]) for tie in ties))
+
+
+rows.sort(key=order)
+lines = [selected] + [[f"{row[c]:.2f}" if c in reals else str(row[c]) for c in selected]
+                      for row in rows]
+buffer = io.StringIO()
+csv.writer(buffer, lineterminator="\n").writerows(lines)
+with open(out, "w", newline="", encoding="utf-8") as handle:
+    handle.write(buffer.getvalue()[:-1] + END)
+'''
 
 
 def _editable(db: SqliteDb) -> tuple[int, frozenset, set[int]]:
@@ -333,6 +450,30 @@ def _editable(db: SqliteDb) -> tuple[int, frozenset, set[int]]:
     pinned = db.pinned if isinstance(db, EditedDb) else frozenset()
     avoid = {i for i, row in enumerate(db.rows) if row[key] in pinned}
     return key, pinned, avoid
+
+
+PY_UPDATE = r'''
+path, table, column, op, wanted, target, edit, amount = sys.argv[1:]
+db = sqlite3.connect(path)
+with db:
+    rows = db.execute(f"SELECT rowid, {name(column)}, {name(target)} FROM {name(table)}")
+    for rowid, value, old in rows.fetchall():
+        if holds(value, op, wanted):
+            new = old + int(amount) if edit == "add" else amount
+            db.execute(f"UPDATE {name(table)} SET {name(target)} = ? WHERE rowid = ?",
+                       (new, rowid))
+db.close()
+'''
+
+PY_DELETE = r'''
+path, table, column, op, wanted = sys.argv[1:]
+db = sqlite3.connect(path)
+with db:
+    rows = db.execute(f"SELECT rowid, {name(column)} FROM {name(table)}").fetchall()
+    db.executemany(f"DELETE FROM {name(table)} WHERE rowid = ?",
+                   [(rowid,) for rowid, value in rows if holds(value, op, wanted)])
+db.close()
+'''
 
 
 @primitive("sqlite.update_rows")
@@ -359,6 +500,7 @@ def update_rows(ctx: StepContext, source) -> StepResult:
         step = ctx.rng.choice((5, 10, 20, 25, 50))
         change = f"{ident(target.name)} + {step}"
         words = f"add {step} to `{target.name}`"
+        edit = ("add", str(step))
         if kind == "REAL":
             def new(value):
                 return float(money(cents(value) + step * 100))
@@ -372,6 +514,7 @@ def update_rows(ctx: StepContext, source) -> StepResult:
         label = ctx.rng.choice(labels)
         change = sql_literal(label)
         words = f"set `{target.name}` to `{label}`"
+        edit = ("set", label)
 
         def new(value):
             return label
@@ -398,9 +541,12 @@ def update_rows(ctx: StepContext, source) -> StepResult:
         kept = [row for row in rows if row[key] in sample]
         checks = [_dump(output, kept, f"the rows of {db.table} whose {condition.words()} "
                         "are updated", ctx.compare(), keys=sample)]
+    # python: the matching rows found in python, each changed by its rowid
+    alternative = ctx.python([db.path, db.table, *_condition_args(condition), target.name,
+                              *edit], PY_UPDATE, prelude=PY_SQL)
     return StepResult(output=output, instruction=sentence,
                       solution=_script("", db.path, statement), checks=checks,
-                      tools=("sqlite3",), side_effect=True)
+                      alternative=alternative, tools=("sqlite3",), side_effect=True)
 
 
 @primitive("sqlite.delete_rows")
@@ -438,6 +584,9 @@ def delete_rows(ctx: StepContext, source) -> StepResult:
                  f"({', '.join(sql_literal(k) for k in deleted)})")
         checks = [CommandText(f"the rows of {db.table} whose {condition.words()} are gone",
                               argv=_sqlite(db.path, query), expected="0\n", compare="lines")]
+    # python: the matching rows found in python, deleted by their rowids
+    alternative = ctx.python([db.path, db.table, *_condition_args(condition)], PY_DELETE,
+                             prelude=PY_SQL)
     return StepResult(output=output, instruction=sentence,
                       solution=_script("", db.path, statement), checks=checks,
-                      tools=("sqlite3",), side_effect=True)
+                      alternative=alternative, tools=("sqlite3",), side_effect=True)

@@ -56,6 +56,11 @@ def sort_unique(ctx: StepContext, source) -> StepResult:
                         lines=result),
         instruction=sentence,
         solution=f"LC_ALL=C sort -u {q(source.path)} > {q(out)}",
+        alternative=ctx.python(
+            [source.path, out],
+            "import sys\n"
+            "lines = set(open(sys.argv[1], 'rb').read().splitlines())\n"
+            "open(sys.argv[2], 'wb').write(b''.join(l + b'\\n' for l in sorted(lines)))\n"),
         checks=[FileText(f"`{out}` holds the sorted distinct lines", path=out,
                          expected=lines_text(result), compare=ctx.compare(order_matters=True))],
         tools=("sort",))
@@ -91,6 +96,17 @@ def count_frequency(ctx: StepContext, source) -> StepResult:
                                "most frequent first)"),
             lines=result),
         instruction=sentence, solution=solution,
+        alternative=ctx.python(
+            [source.path, out, top],
+            "import collections, sys\n"
+            "lines = open(sys.argv[1], 'rb').read().split(b'\\n')\n"
+            "if lines[-1] == b'':\n"
+            "    lines.pop()\n"
+            "counts = collections.Counter(line for line in lines if line.strip())\n"
+            "ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))\n"
+            "with open(sys.argv[2], 'wb') as out:\n"
+            "    for line, count in ranked[:int(sys.argv[3])]:\n"
+            "        out.write(b'%d %s\\n' % (count, line))\n"),
         checks=[FileText(f"`{out}` ranks the most frequent lines", path=out,
                          expected=lines_text(result), compare=ctx.compare(order_matters=True))],
         tools=("sort", "uniq", "sed"))
@@ -117,6 +133,9 @@ def replace_pattern(ctx: StepContext, source) -> StepResult:
                         lines=result),
         instruction=sentence,
         solution=f"sed 's/{word}/{new}/g' {q(source.path)} > {q(out)}",
+        alternative=(f"OLD={q(word)} NEW={q(new)} "
+                     "perl -pe 's/\\Q$ENV{OLD}\\E/$ENV{NEW}/g' "
+                     f"{q(source.path)} > {q(out)}"),
         checks=[FileText(f"`{out}` has `{word}` replaced", path=out, expected=lines_text(result),
                          compare=ctx.compare(order_matters=True))],
         tools=("sed",))
@@ -142,6 +161,8 @@ def filter_lines(ctx: StepContext, source) -> StepResult:
                         lines=result),
         instruction=sentence,
         solution=f"grep -F -- {q(word)} {q(source.path)} > {q(out)}",
+        alternative=(f"WORD={q(word)} LC_ALL=C awk 'index($0, ENVIRON[\"WORD\"]) > 0' "
+                     f"{q(source.path)} > {q(out)}"),
         checks=[FileText(f"`{out}` holds the lines with `{word}`", path=out,
                          expected=lines_text(result), compare=ctx.compare(order_matters=True))],
         tools=("grep",))
@@ -168,6 +189,15 @@ def count_lines(ctx: StepContext, source) -> StepResult:
             lines=(str(count),)),
         instruction=sentence,
         solution=f"grep -cF -- {q(word)} {q(source.path)} > {q(out)} || true",
+        # "just the number": below strictness 3 no final newline is stated, so none
+        alternative=ctx.python(
+            [source.path, out, word],
+            "import os, sys\n"
+            "word = os.fsencode(sys.argv[3])\n"
+            "with open(sys.argv[1], 'rb') as handle:\n"
+            "    count = sum(word in line for line in handle)\n"
+            "with open(sys.argv[2], 'w') as out:\n"
+            "    out.write(str(count) + END)\n"),
         checks=[FileText(f"`{out}` holds the count", path=out, expected=f"{count}\n",
                          compare=ctx.compare())],
         tools=("grep",))
@@ -196,6 +226,13 @@ def head_tail(ctx: StepContext, source) -> StepResult:
                         lines=result),
         instruction=sentence,
         solution=f"sed -n '{first},{last}p' {q(source.path)} > {q(out)}",
+        alternative=ctx.python(
+            [source.path, out, first, last],
+            "import itertools, sys\n"
+            "first, last = int(sys.argv[3]), int(sys.argv[4])\n"
+            "with open(sys.argv[1], 'rb') as handle, open(sys.argv[2], 'wb') as out:\n"
+            "    for line in itertools.islice(handle, first - 1, last):\n"
+            "        out.write(line if line.endswith(b'\\n') else line + b'\\n')\n"),
         checks=[FileText(f"`{out}` holds lines {first}-{last}", path=out,
                          expected=lines_text(result), compare=ctx.compare(order_matters=True))],
         tools=("sed",))
@@ -221,6 +258,8 @@ def drop_blank(ctx: StepContext, source) -> StepResult:
         output=TextFile(path=out, phrase=f"{source.phrase} without blank lines", lines=result),
         instruction=sentence,
         solution=f"sed -e 's/[[:blank:]]*$//' -e '/^$/d' {q(source.path)} > {q(out)}",
+        alternative=(f"LC_ALL=C awk '{{ sub(/[ \\t]+$/, \"\") }} $0 != \"\"' "
+                     f"{q(source.path)} > {q(out)}"),
         checks=[FileText(f"`{out}` has no blank lines", path=out, expected=lines_text(result),
                          compare="exact" if ctx.difficulty.strictness > 1 else "lines")],
         tools=("sed",))
