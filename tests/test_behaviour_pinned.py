@@ -38,9 +38,10 @@ TASKLOOM = [sys.executable, "-m", "taskloom.cli"]
 # working tree, kept modification times, no leading `./`, unquoted CSV at strictness 3);
 # a tool's checks run it on a copy of its example input, not on an earlier step's file;
 # an archive of a step the goal-only instruction does not show has no path prefix, and a
-# goal-only task plans no tool after a hidden step (nothing would check that step).
-TASKS_DIGEST = "6f41a8cd30d3bb9aa35868f6b9bf5605308aecc8740b89b7076faee83e459188"
-HF_EXPORT_DIGEST = "e3745457c89742851815f400bc9eb774870cb3715f6b19fe014c08a23b2a7569"
+# goal-only task plans no tool after a hidden step (nothing would check that step), and no
+# task whose checks read a path the instruction does not name (a hidden step's folder).
+TASKS_DIGEST = "76274c7fe56e5bee3c7fc310775dd91609a79eaa47eeecadae60d515700cf3cf"
+HF_EXPORT_DIGEST = "0a968c2e8411df6bf220590f7fdcc50c3556a978a08b1d63091407fc76968893"
 
 
 def test_main_job_dataset_and_hf_export_are_unchanged(tmp_path):

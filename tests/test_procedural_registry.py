@@ -185,3 +185,24 @@ def test_goal_only_checks_do_not_depend_on_a_hidden_steps_choices():
         difficulty=GOAL_ONLY.model_copy(update={"specification": 2})))
     checks = shown.task.file("tests", "test_outputs.py").content.decode()
     assert "/tmp/taskloom-tool-sample.txt" in checks  # the tool runs on a copy of its input
+
+
+def test_a_check_may_read_only_what_the_instruction_names():
+    """Named: the path, a folder above it or a path inside it; the note on the working
+    directory does not count, and the account database is named in words."""
+    from taskloom.generators.procedural.assemble import unstated_read
+    from taskloom.generators.procedural.checks import FileText, PathState
+
+    instruction = ("Mirror `/srv/media/share` and list `/srv/media/share/backups/` files.\n\n"
+                   "- Work on this machine only (there is no network). Your working "
+                   "directory is /srv/media; /srv/media/output already exists.\n")
+
+    def read(path):
+        return unstated_read([FileText("x", path=path)], instruction)
+
+    assert read("/srv/media/share/a/b.txt") is None  # below a named folder
+    assert read("/srv/media/share") is None and read("/srv/media/share/backups") is None
+    assert read("/srv/media") is None  # a folder around a named path
+    assert read("/srv/media/output/mirror/a.txt") == "/srv/media/output/mirror/a.txt"
+    assert read("/srv/media/shared/a.txt") == "/srv/media/shared/a.txt"  # not a prefix match
+    assert unstated_read([PathState("x", path="/etc/passwd")], instruction) is None

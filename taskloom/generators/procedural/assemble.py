@@ -14,6 +14,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import posixpath
+import re
 
 from taskloom.errors import NoDraft
 from taskloom.generators.procedural.artifacts import Artifact
@@ -31,6 +33,10 @@ from taskloom.seeding import rng_for
 from taskloom.skill_graph.model import SkillGraph
 
 GENERATOR_VERSION = "procedural/2"
+WORK_NOTE = "Work on this machine only"
+# Read by checks of accounts and of crontabs, which the instruction names in words.
+SYSTEM_READS = ("/etc/passwd", "/etc/group", "/etc/shadow", "/etc/gshadow",
+                "/var/spool/cron/")
 
 
 
@@ -89,6 +95,10 @@ def assemble(blueprint: Blueprint, graph: SkillGraph, attempt: int = 0) -> Assem
     checks = [check for index, result in enumerate(results)
               for check in result.checks
               if index == len(results) - 1 or result.side_effect or not goal_only]
+    unstated = unstated_read(checks, instruction)
+    if unstated:
+        raise NoDraft(f"a check reads {unstated}, and the instruction names neither it nor a "
+                      "folder above it")
     answers = tuple(dict.fromkeys(a for check in checks for a in check.answers()))
     leaked = [a for a in answers if states_value(instruction, a)]
     if leaked:
@@ -97,6 +107,29 @@ def assemble(blueprint: Blueprint, graph: SkillGraph, attempt: int = 0) -> Assem
     alternative = _solution(blueprint, graph, results, alternative=True)
     tools = tuple(dict.fromkeys(tool for result in results for tool in result.tools))
     return Assembled(instruction, solution, checks, world, tools, answers, alternative)
+
+
+def unstated_read(checks: list[Assertion], instruction: str) -> str | None:
+    """The first path a check reads that the instruction does not name, or None.
+
+    A path is named when it, a folder above it or a path inside it is written in the
+    instruction (not in the closing note on the working directory: where a hidden step
+    left its output is no business of the agent). The account database and the crontabs
+    are named in words.
+    """
+    text = instruction.split(f"- {WORK_NOTE}")[0]
+    for check in checks:
+        for path in check.reads():
+            if path.startswith(SYSTEM_READS):
+                continue
+            folders = [path.rstrip("/")]
+            while folders[-1].count("/") > 1:
+                folders.append(posixpath.dirname(folders[-1]))
+            named = [re.escape(folder) + r"(?![\w.-]|/[\w.-])" for folder in folders]
+            inside = re.escape(path.rstrip("/")) + "/"  # a folder around a named path
+            if not any(re.search(pattern, text) for pattern in [*named, inside]):
+                return path
+    return None
 
 
 def _context(blueprint: Blueprint, domain, world: World, number: int, attempt: int,
@@ -135,7 +168,7 @@ def _instruction(blueprint: Blueprint, graph: SkillGraph, results: list[StepResu
     if exact:
         notes.append("Text results are compared byte for byte: no extra spaces or blank "
                      "lines, and every text file ends with a single newline.")
-    notes.append(f"Work on this machine only (there is no network). Your working directory "
+    notes.append(f"{WORK_NOTE} (there is no network). Your working directory "
                  f"is {domain.root}; {domain.root}/output already exists.")
     parts.append("\n".join(f"- {note}" for note in notes))
     return "\n\n".join(parts) + "\n"
