@@ -196,6 +196,9 @@ class TaskFile(Frozen):
 # solution/alternatives/*.sh: other correct solutions a task ships beside solve.sh. Harbor
 # runs only solve.sh; `taskloom validate` requires each of these to earn reward 1 too.
 ALTERNATIVES = "alternatives"
+# solution/mutants/*.sh: wrong solutions on purpose, each ignoring one rule the instruction
+# states; `taskloom validate` requires each of these to earn reward 0.
+MUTANTS = "mutants"
 
 
 class Task(Frozen):
@@ -224,7 +227,15 @@ class Task(Frozen):
     @property
     def alternatives(self) -> tuple[TaskFile, ...]:
         """The other correct solutions, `solution/alternatives/*.sh`, by path."""
-        return tuple(f for f in self.solution if f.path.startswith(f"{ALTERNATIVES}/")
+        return self._scripts(ALTERNATIVES)
+
+    @property
+    def mutants(self) -> tuple[TaskFile, ...]:
+        """The wrong solutions that must earn nothing, `solution/mutants/*.sh`, by path."""
+        return self._scripts(MUTANTS)
+
+    def _scripts(self, folder: str) -> tuple[TaskFile, ...]:
+        return tuple(f for f in self.solution if f.path.startswith(f"{folder}/")
                      and f.path.endswith(".sh") and f.path.count("/") == 1)
 
     @property

@@ -13,7 +13,8 @@ from taskfactory import make_task
 
 from taskloom.harbor import read_task_folder
 from taskloom.models import ReasonCode
-from taskloom.validators.alternatives import alternatives, as_solution
+from taskloom.validators.alternatives import alternatives
+from taskloom.validators.phases import as_solution
 
 TASKLOOM = [sys.executable, "-m", "taskloom.cli"]
 
@@ -58,7 +59,7 @@ def test_alternatives_are_read_from_the_task_and_a_supplied_folder(tmp_path):
     found = alternatives(task, str(supplied))
     assert list(found) == ["alternative-reversed", "alternative-supplied-everyone",
                            "alternative-supplied-mine"]
-    folder = as_solution(task, found["alternative-reversed"])
+    folder = as_solution(task, found["alternative-reversed"].content)
     assert [f.path for f in folder] == ["solve.sh"]  # the others stay out of its /solution
     assert folder[0].content == REVERSED.encode() and folder[0].mode == 0o755
     assert alternatives(task, None).keys() == {"alternative-reversed"}

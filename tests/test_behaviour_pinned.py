@@ -40,8 +40,12 @@ TASKLOOM = [sys.executable, "-m", "taskloom.cli"]
 # an archive of a step the goal-only instruction does not show has no path prefix, and a
 # goal-only task plans no tool after a hidden step (nothing would check that step), and no
 # task whose checks read a path the instruction does not name (a hidden step's folder).
-TASKS_DIGEST = "76274c7fe56e5bee3c7fc310775dd91609a79eaa47eeecadae60d515700cf3cf"
-HF_EXPORT_DIGEST = "0a968c2e8411df6bf220590f7fdcc50c3556a978a08b1d63091407fc76968893"
+# Then every task ships solution/mutants/*.sh (one per stated rule its data exercises; the
+# sources now hold the cases that exercise them), each check cites the instruction words
+# that demand it (a comment in the test, the requirement map in task.toml), and a goal-only
+# instruction names the results of hidden steps A, B, ... instead of nesting them.
+TASKS_DIGEST = "9ca3d0f5a1429f556f10f6bd17026f1476205b1ce110830ca390464b8e2d7390"
+HF_EXPORT_DIGEST = "7071f08e8f3e22369d7f4d9262f671cb0729525e2a3027c6d8eac37aa74b415c"
 
 
 def test_main_job_dataset_and_hf_export_are_unchanged(tmp_path):

@@ -267,6 +267,10 @@ def draft_answer(**changes) -> DraftAnswer:
         "alternative": ["awk '/ERROR/ { n++ } END { print n }' app.log > output/errors.txt"],
         "tests": ["from pathlib import Path", "", "def test_count():",
                   "    assert Path('/srv/ops/output/errors.txt').read_text() == '2\\n'"],
+        "requirements": [{"demands": "Write the number to `/srv/ops/output/errors.txt`.",
+                          "tests": ["test_count"]}],
+        "mutants": [{"ignores": "the ERROR lines",
+                     "commands": ["wc -l < app.log > output/errors.txt"]}],
         "expected_values": ["2"],
     }
     data.update(changes)
@@ -301,9 +305,125 @@ def test_render_and_read_back_a_draft(blueprint_and_graph):
     assert back.steps == draft_answer().steps and back.tests == draft_answer().tests
     assert back.alternative == draft_answer().alternative
     assert back.workdir == "/srv/ops"
-    silent = render_task(draft_answer(alternative=[" "]), blueprint, graph, generator="llm/1",
-                         model="m", attempt=0)
-    assert silent.alternatives == ()  # a blank alternative is none
+    silent = render_task(draft_answer(alternative=[" "], mutants=[]), blueprint, graph,
+                         generator="llm/1", model="m", attempt=0)
+    assert silent.alternatives == () and silent.mutants == ()  # a blank alternative is none
+
+
+CHECKS = ["import pytest", "from pathlib import Path", "", "", "def helper():", "    return 2",
+          "", "", "def test_count():", "    assert helper() == 2", "", "",
+          "@pytest.mark.parametrize('n', [1])", "def test_format(n):", "    assert n", "", "",
+          "class TestExtra:", "    def test_more(self):", "        assert True", "", "",
+          "def test_uncited():", "    assert Path('/srv/ops/secret.txt').exists()", "", "",
+          "def test_uncited():  # defined twice: both go", "    assert Path('/srv/ops/key')"]
+
+
+def render(answer: DraftAnswer, blueprint_and_graph):
+    blueprint, graph = blueprint_and_graph
+    return render_task(answer, blueprint, graph, generator="llm/1", model="m", attempt=0)
+
+
+def test_checks_without_a_cited_sentence_are_dropped(blueprint_and_graph):
+    answer = draft_answer(tests=CHECKS, requirements=[
+        # whitespace and line breaks may differ from the instruction's; the test names may
+        # come with a file or parentheses
+        {"demands": "Count the ERROR lines\n of `/srv/ops/app.log`.",
+         "tests": ["test_outputs.py::test_count", "test_missing"]},
+        {"demands": "Write  the number to", "tests": ["TestExtra", "test_count()"]},
+        {"demands": "Write the result as JSON.", "tests": ["test_format"]},  # fabricated
+        {"demands": "number", "tests": ["test_format"]},  # one word cites nothing
+    ])
+    task = render(answer, blueprint_and_graph)
+    pytest_file = task.file("tests", "test_outputs.py").content.decode()
+    assert "def test_count():" in pytest_file and "class TestExtra:" in pytest_file
+    assert "def helper():" in pytest_file and "import pytest" in pytest_file
+    for dropped in ("test_format", "parametrize", "test_uncited", "secret.txt", "/key"):
+        assert dropped not in pytest_file
+    compile(pytest_file, "test_outputs.py", "exec")
+    metadata = task.config.metadata
+    assert metadata["requirements"] == [  # the procedural format, the instruction's words
+        {"demands": ["Count the ERROR lines of `/srv/ops/app.log`."], "tests": ["test_count"]},
+        {"demands": ["Write the number to"], "tests": ["TestExtra", "test_count"]}]
+    assert metadata["dropped_tests"] == ["test_format", "test_uncited"]
+    back = answer_of_task(task, ())
+    assert [(r.demands, r.tests) for r in back.requirements] == [
+        ("Count the ERROR lines of `/srv/ops/app.log`.", ["test_count"]),
+        ("Write the number to", ["TestExtra", "test_count"])]
+    assert render(back, blueprint_and_graph).tests == task.tests  # nothing more to drop
+
+
+@pytest.mark.parametrize(("requirements", "problem"), [
+    ([{"demands": "Count the WARNING lines of the log", "tests": ["test_count"]}],
+     "not words of the instruction"),
+    ([{"demands": "Count the ERROR lines", "tests": ["test_counted"]}],
+     "names functions the pytest file lacks"),
+])
+def test_no_cited_check_is_an_invalid_answer(blueprint_and_graph, requirements, problem):
+    with pytest.raises(InvalidAnswer, match="requirements: no test function is cited") as raised:
+        render(draft_answer(requirements=requirements), blueprint_and_graph)
+    assert problem in str(raised.value) and "test_count" in str(raised.value)
+
+
+def test_an_unparsable_pytest_file_is_an_invalid_answer(blueprint_and_graph):
+    with pytest.raises(InvalidAnswer, match=r"tests: line 1: .*valid Python"):
+        render(draft_answer(tests=["def test_count(:"]), blueprint_and_graph)
+    with pytest.raises(InvalidAnswer, match="no top-level `def test_"):
+        render(draft_answer(tests=["x = 1"]), blueprint_and_graph)
+
+
+def test_mutants_are_rendered_and_read_back(blueprint_and_graph):
+    mutants = [{"ignores": "the ERROR lines.", "commands": ["wc -l < app.log > out.txt"]},
+               {"ignores": "blank", "commands": [" "]},  # a blank mutant is none
+               {"ignores": "lines with `#` are\ncomments", "commands": ["grep -c . app.log"]}]
+    task = render(draft_answer(mutants=mutants), blueprint_and_graph)
+    first, second = task.mutants
+    assert (first.path, second.path) == ("mutants/1-the-error-lines.sh",
+                                         "mutants/2-lines-with-are-comments.sh")
+    assert first.mode == 0o755 and first.content.decode() == (
+        "#!/bin/bash\n# Wrong on purpose (a taskloom mutant): ignores the ERROR lines. "
+        "Validation requires reward 0.\nset -eu\nwc -l < app.log > out.txt\n")
+    back = answer_of_task(task, ())
+    assert [(m.ignores, m.commands) for m in back.mutants] == [
+        ("the ERROR lines", ["wc -l < app.log > out.txt"]),
+        ("lines with `#` are comments", ["grep -c . app.log"])]
+    assert render(back, blueprint_and_graph).solution == task.solution
+    many = [{"ignores": f"rule {n}", "commands": ["true"]} for n in range(13)]
+    with pytest.raises(InvalidAnswer, match="mutants: 13; at most 12"):
+        render(draft_answer(mutants=many), blueprint_and_graph)
+
+
+def test_a_procedural_task_reads_back_with_its_map_and_mutants():
+    config = load_run_config(None, ["seed=4"])
+    from taskloom.generators.backends import backend_for
+
+    planner, generator, _ = backend_for(config)
+    draft = generator.generate(planner.plan(0))
+    assert draft.task.mutants  # procedural tasks ship rule mutants
+    back = answer_of_task(draft.task, draft.expected_values)
+    quotes = [quote for entry in draft.task.config.metadata["requirements"]
+              for quote in entry["demands"]]
+    assert [r.demands for r in back.requirements] == quotes
+    assert all(r.demands in draft.task.instruction for r in back.requirements)
+    header = draft.task.mutants[0].content.decode().splitlines()[1]
+    assert header.endswith(f"ignores {back.mutants[0].ignores}. Validation requires reward 0.")
+    assert back.mutants[0].commands and not back.mutants[0].commands[0].startswith("#!")
+
+
+def test_a_repair_replaces_the_map_and_the_mutants():
+    from taskloom.generators.llm.answers import RefineAnswer
+    from taskloom.generators.llm.render import apply_repair
+
+    answer = draft_answer()
+    kept = apply_repair(answer, RefineAnswer.model_validate(
+        {"diagnosis": "d", **dict.fromkeys(RefineAnswer.model_fields.keys() - {"diagnosis"})}))
+    assert kept == answer
+    mutant = {"ignores": "ERROR", "commands": ["echo 3 > output/errors.txt"]}
+    cited = {"demands": "Count the ERROR lines", "tests": ["test_count"]}
+    repaired = apply_repair(answer, RefineAnswer.model_validate(
+        {"diagnosis": "d", **dict.fromkeys(RefineAnswer.model_fields.keys() - {"diagnosis"}),
+         "mutants": [mutant], "requirements": [cited]}))
+    assert [m.model_dump() for m in repaired.mutants] == [mutant]
+    assert [r.model_dump() for r in repaired.requirements] == [cited]
 
 
 @pytest.mark.parametrize("path", ["/srv/../../etc/x/../..", "/tests/test_x.py",

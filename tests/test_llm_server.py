@@ -1,9 +1,12 @@
 """The LLM backends against a real OpenAI-compatible server: llama.cpp (llama-cpp-python)
 serving SmolLM2-135M-Instruct, through the real pipeline and the real Docker sandbox.
 
-The model is weak: most drafts fail. What must hold is the plumbing: no crash, refine
-rounds happen, the funnel says where drafts died, every exchange is cached and replayed,
-and a server killed mid-run leaves errors that a resume finishes without paying twice.
+The model is weak: most drafts fail, most of them before validation (a pytest file that is
+not Python, or tests no requirement cites: a check without a sentence never reaches
+validation). What must hold is the plumbing: no crash, drafts that reach validation are
+refined, the refiner's request and answer go through a real server, the funnel says where
+drafts died, every exchange is cached and replayed, and a server killed mid-run leaves
+errors that a resume finishes without paying twice.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import pytest
 from llmservers import MODEL_ALIAS, LlamaServer, free_port
 
 from taskloom.config import LLMConfig, load_run_config
-from taskloom.errors import InvalidAnswer
+from taskloom.errors import InvalidAnswer, NoDraft
 from taskloom.generators.llm.answers import JudgeAnswer, PlanAnswer
 from taskloom.generators.llm.client import OpenAIChat, ask, parse_json_object
 from taskloom.generators.llm.exchange import Exchange
@@ -79,20 +82,25 @@ def test_llm_backend_end_to_end_with_refine_rounds_and_replay(llama, tmp_path, d
     funnel = {row.stage: row for row in summary.funnel}
     assert funnel["plan"].n_in == 2
     assert funnel["generate"].n_in == funnel["plan"].n_out
-    assert funnel["validate"].n_in == funnel["generate"].n_out >= 1
-    assert funnel["refine"].n_in >= 1, "no draft was refined"
+    assert funnel["validate"].n_in == funnel["generate"].n_out
     assert funnel["plan"].tokens > 0 and funnel["generate"].tokens > 0
-    assert funnel["refine"].tokens > 0
     assert funnel["verified"].cost_usd > 0
 
     items = query(out, "SELECT item, status, reason FROM items ORDER BY item")
     assert len(items) == 2 and all(status in FINAL for _, status, _ in items)
     assert all(reason for _, status, reason in items if status != "accepted")
-    refined = query(out, "SELECT count(*) FROM results WHERE stage = 'refine'")[0][0]
-    revalidated = query(out, "SELECT count(DISTINCT item) FROM verdicts WHERE round = 1")[0][0]
-    assert refined >= 1 and revalidated >= 1
+    # A draft dies before validation only for a reason its agent names.
+    unrendered = funnel["generate"].n_in - funnel["generate"].n_out
+    assert sum(reason.startswith("generator: ") for _, _, reason in items) == unrendered
     purposes = {p for (p,) in query(out, "SELECT DISTINCT purpose FROM llm_cache")}
-    assert {"planner", "generator", "refiner"} <= purposes
+    assert {"planner", "generator"} <= purposes
+    if funnel["validate"].n_in:  # every validated draft failed (the model is weak): refined
+        assert funnel["refine"].n_in >= 1 and funnel["refine"].tokens > 0
+        revalidated = query(out, "SELECT count(DISTINCT item) FROM verdicts "
+                                 "WHERE round = 1")[0][0]
+        assert revalidated + query(out, "SELECT count(*) FROM items WHERE reason LIKE "
+                                        "'%refiner: %'")[0][0] >= 1
+        assert "refiner" in purposes
     # Every answered request is in the cache once and in exactly one stage result.
     cached = query(out, "SELECT count(*), sum(tokens_in), sum(tokens_out) FROM llm_cache")[0]
     stored = query(out, "SELECT sum(tokens_in), sum(tokens_out) FROM results")[0]
@@ -115,6 +123,52 @@ def test_llm_backend_end_to_end_with_refine_rounds_and_replay(llama, tmp_path, d
     assert query(out, "SELECT count(*) FROM llm_cache")[0][0] == cached[0]
     assert llama.completions() == answered
     assert all(draft["usage"]["requests"] == 0 for draft in drafts(out))
+
+
+def test_refiner_of_a_real_server_keeps_checks_cited(llama):
+    from taskloom.generators.backends import backend_for, skill_graph
+    from taskloom.generators.llm.agents import LLMRefiner
+    from taskloom.generators.llm.answers import DraftAnswer
+    from taskloom.generators.llm.render import render_task
+    from taskloom.generators.protocols import Draft
+    from taskloom.models import ReasonCode, Verdict
+
+    planner, _, _ = backend_for(load_run_config(None, ["seed=4"]))
+    blueprint, graph = planner.plan(0), skill_graph(())
+    answer = DraftAnswer.model_validate({
+        "instruction": ["Count the ERROR lines of `/srv/ops/app.log`.",
+                        "Write the number to `/srv/ops/output/errors.txt`."],
+        "workdir": "/srv/ops", "setup": [],
+        "files": [{"path": "/srv/ops/app.log", "lines": ["ERROR a", "INFO b", "ERROR c"]}],
+        "steps": [{"title": "count", "commands": ["grep ERROR app.log > output/errors.txt"]}],
+        "alternative": [],
+        "tests": ["from pathlib import Path", "", "def test_count():",
+                  "    assert Path('/srv/ops/output/errors.txt').read_text() == '2\\n'"],
+        "requirements": [{"demands": "Write the number to", "tests": ["test_count"]}],
+        "mutants": [{"ignores": "the ERROR lines",
+                     "commands": ["wc -l < app.log > output/errors.txt"]}],
+        "expected_values": ["2"]})
+    task = render_task(answer, blueprint, graph, generator="llm/1", model=MODEL_ALIAS,
+                       attempt=0)
+    draft = Draft(blueprint=blueprint, task=task, generator="llm/1", expected_values=("2",))
+    failure = Verdict(check="oracle", passed=False, reason=ReasonCode.ORACLE_FAILS,
+                      details="reference solution gives reward 0 (needs 1)",
+                      log="E AssertionError: assert 'ERROR a\\nERROR c\\n' == '2\\n'")
+    chat = OpenAIChat(LLMConfig(base_url=llama.base_url, model=MODEL_ALIAS, max_tokens=1024,
+                                grammar_max_items=8, timeout_sec=300))
+    before = llama.completions()
+    try:  # the repair, or (a weak model) an answer refused as data: never a crash
+        repaired = LLMRefiner(graph, chat, MODEL_ALIAS).refine(draft, (failure,))
+    except NoDraft as exc:
+        assert str(exc).startswith("refiner: ")
+    else:
+        assert repaired.attempt == 1
+        pytest_file = repaired.task.file("tests", "test_outputs.py").content.decode()
+        cited = {t for entry in repaired.task.config.metadata["requirements"]
+                 for t in entry["tests"]}
+        assert cited and all(f"def {name}" in pytest_file or f"class {name}" in pytest_file
+                             for name in cited)
+    assert llama.completions() > before  # the longer prompt fit the server's context
 
 
 @pytest.mark.docker

@@ -130,12 +130,49 @@ def test_refiner_diagnoses_and_keeps_the_draft():
     answer = RefineAnswer.model_validate_json(exchange.answer)
     assert "oracle" in answer.diagnosis
     assert answer.model_dump(exclude={"diagnosis"}) == dict.fromkeys(
-        ("instruction", "files", "setup", "steps", "alternative", "tests", "expected_values"))
+        ("instruction", "files", "setup", "steps", "alternative", "tests", "requirements",
+         "mutants", "expected_values"))
     assert repaired.attempt == 1 and repaired.task.instruction == draft.task.instruction
     assert repaired.task.tests == draft.task.tests
-    # the alternative survives the round trip through the refiner's view of the task
+    # the alternative, the mutants and the requirement map survive the round trip through
+    # the refiner's view of the task
     assert repaired.task.alternatives == draft.task.alternatives
     assert draft.task.alternatives[0].path == "alternatives/model.sh"
+    assert repaired.task.mutants == draft.task.mutants and draft.task.mutants
+    assert repaired.task.config.metadata["requirements"] == \
+        draft.task.config.metadata["requirements"]
+
+
+def test_drafts_cite_every_test_and_ship_a_mutant_per_exercised_rule():
+    chat = Recording()
+    planner, generator, _ = agents("llm", chat, seed=5)
+    for index in range(8):
+        task = generator.generate(planner.plan(index)).task
+        metadata = task.config.metadata
+        pytest_file = task.file("tests", "test_outputs.py").content.decode()
+        tests = re.findall(r"^def (test_\w+)", pytest_file, re.MULTILINE)
+        assert "dropped_tests" not in metadata  # every check cites its sentence
+        assert {t for entry in metadata["requirements"] for t in entry["tests"]} == set(tests)
+        assert all(quote in task.instruction for entry in metadata["requirements"]
+                   for quote in entry["demands"])
+        solve = task.file("solution", "solve.sh").content.decode()
+        reference = [line for line in solve.splitlines()[3:] if not line.startswith("#")]
+        assert task.mutants, "every mock draft states a filter"
+        for mutant in task.mutants:
+            header, body = mutant.content.decode().split("\nset -eu\n", 1)
+            ignored = re.search(r"ignores (.+)\. Validation requires reward 0\.$", header)
+            assert ignored and ignored.group(1) in task.instruction
+            changed = [a != b for a, b in zip(body.splitlines(), reference, strict=True)]
+            assert sum(changed) == 1  # one step's line differs: the rule it ignores
+        # the data exercises the rules: rows of other categories, rows out of id order
+        rows = [line.split(",") for line in task.file(
+            "environment", next(f.path for f in task.environment
+                                if f.path.endswith(".csv"))).content.decode().splitlines()[1:]]
+        records = [r for r in rows if not r[0].startswith("#")]
+        assert len({r[2] for r in records}) > 1
+        assert [r[0] for r in records] != sorted(r[0] for r in records)
+        if any(r[0].startswith("#") for r in rows):  # a commented-out record to skip
+            assert any(len(r) == 4 for r in rows if r[0].startswith("#"))
 
 
 def test_rewriter_keeps_the_original_lines_with_and_without_feedback():
@@ -274,8 +311,11 @@ def test_cli_generates_verified_tasks_with_the_mock(tmp_path, backend):
     # every draft ships another correct solution, and it passed (the hybrid's is procedural)
     assert all({"structure", "build", "nop", "oracle", "alternatives", "tamper", "leakage"}
                <= c for c in checks.values())
-    if backend == "llm":  # the mock's drafts have one step per skill: mutations ran somewhere
-        assert any("mutations" in c for c in checks.values())
+    if backend == "llm":  # the mock's drafts ship rule mutants: mutations ran on each
+        assert all("mutations" in c for c in checks.values())
+        for folder in tasks:
+            assert list((folder / "solution" / "mutants").glob("*.sh"))
+            assert "requirements" in (folder / "task.toml").read_text()
 
 
 @pytest.mark.docker

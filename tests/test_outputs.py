@@ -370,6 +370,8 @@ def test_report_renders_every_plot_in_chromium(run_dir, tmp_path):
     assert "oracle-fails" in marks.bars["rejections"]
     assert 'data-reason="oracle-fails"' in dumped.stdout  # the example log
     assert "near-duplicates dropped" in dumped.stdout and "metrics" in marks.ids
+    assert marks.ids.get("requirements") == "table"  # what the tests are held to
+    assert 'class="requirement-map"' in dumped.stdout and "checked by" in dumped.stdout
 
     shot = tmp_path / "report.png"
     taken = chromium(f"--screenshot={shot}", "--window-size=1280,3000", page.as_uri(),

@@ -3,6 +3,7 @@ real sandbox; the same seed gives the same bytes, different seeds different task
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -88,6 +89,23 @@ def test_every_primitive_ships_another_correct_solution(skill):
         body = alternative.content.decode().split("\n", 3)[3]
         reference = draft.task.file("solution", "solve.sh").content.decode()
         assert body.strip() and body not in reference
+
+
+@pytest.mark.parametrize("skill", sorted(PRIMITIVES))
+def test_every_primitive_ships_a_mutant_per_stated_rule(skill):
+    """Run by the mutations check in the sweeps above (each must earn 0); here: every
+    primitive states a rule its data exercises at some difficulty, and each mutant differs
+    from the reference in its one step only."""
+    shipped = 0
+    for draft in drafts_for(skill):
+        reference = draft.task.file("solution", "solve.sh").content.decode().splitlines()
+        for mutant in draft.task.mutants:
+            assert re.fullmatch(r"mutants/step-1-[a-z0-9]+(-[a-z0-9]+)*\.sh", mutant.path)
+            lines = mutant.content.decode().splitlines()
+            assert lines[1].startswith("# Wrong on purpose (a taskloom mutant): step 1 ignores ")
+            assert lines[3:] != reference[3:] and mutant.mode == 0o755
+        shipped += len(draft.task.mutants)
+    assert shipped, f"{skill} states no rule that its data exercises"
 
 
 def describe(report) -> str:
@@ -206,3 +224,32 @@ def test_a_check_may_read_only_what_the_instruction_names():
     assert read("/srv/media/output/mirror/a.txt") == "/srv/media/output/mirror/a.txt"
     assert read("/srv/media/shared/a.txt") == "/srv/media/shared/a.txt"  # not a prefix match
     assert unstated_read([PathState("x", path="/etc/passwd")], instruction) is None
+
+
+@pytest.mark.parametrize("skill", sorted(PRIMITIVES))
+def test_every_check_cites_the_instruction_words_that_demand_it(skill):
+    """The requirement map in task.toml: every test of test_outputs.py once, each with words
+    the instruction shows; the test itself carries the same words."""
+    for draft in drafts_for(skill):
+        task = draft.task
+        tests = task.file("tests", "test_outputs.py").content.decode()
+        names = re.findall(r"^def (test_\w+)\(", tests, re.MULTILINE)
+        mapped = [name for entry in task.config.metadata["requirements"]
+                  for name in entry["tests"]]
+        assert sorted(mapped) == sorted(names) and len(set(mapped)) == len(mapped)
+        for entry in task.config.metadata["requirements"]:
+            assert entry["demands"] and all(w in task.instruction for w in entry["demands"])
+            assert f"# The instruction demands: {entry['demands'][0].splitlines()[0]}" in tests
+
+
+def test_a_goal_names_the_results_of_hidden_steps_instead_of_nesting_them():
+    """'the lines of the lines of the sorted list of ...' is what solvers called garbled."""
+    draft = ProceduralGenerator(GRAPH).generate(blueprint_for(
+        GRAPH, ("files.find_by_extension", "text.filter_lines", "text.count_lines"), seed=0,
+        difficulty=GOAL_ONLY.model_copy(update={"steps": 3})))
+    instruction = draft.task.instruction
+    assert "Below, A and B name results that you may compute in any way" in instruction
+    definitions = re.findall(r"^- ([AB]): (.+)$", instruction, re.MULTILINE)
+    assert [letter for letter, _ in definitions] == ["A", "B"]
+    assert " of A" in definitions[1][1] and " of B" in instruction.split("Your goal:")[1]
+    assert "of the lines of" not in instruction

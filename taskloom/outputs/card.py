@@ -23,9 +23,10 @@ from taskloom.outputs.run import RunData
 _VALIDATION = ("Every task passed taskloom's validation protocol: the environment builds; "
                "the tests give reward 0 on the untouched environment (nop agent) and reward "
                "1 after the reference solution, in every repeat from fresh state (oracle "
-               "agent); removing any one step of the reference solution makes the tests "
-               "fail; and no test or solution file is in the environment's build context or "
-               "image.")
+               "agent); every other correct solution the task ships (other tools, other "
+               "allowed formats) earns reward 1 too; a solution with any one step removed, "
+               "or ignoring any one rule the instruction states, earns reward 0; and no "
+               "test or solution file is in the environment's build context or image.")
 
 
 def schema_rows() -> Iterator[tuple[str, str, str]]:

@@ -8,12 +8,16 @@ Sections, each with the plot a person would rather look at than read:
 - scenario (`#scenarios`) and difficulty (`#difficulty`) distributions;
 - rejections (`#rejections`): failed checks by reason code, what was left out of the
   dataset, and one example log per reason;
+- what the tests are held to (`#requirements`): the checks that cite the instruction words
+  demanding them, the other correct solutions and the rule mutants shipped, and the
+  requirement map of the first tasks;
 - corpus diversity: the metrics of `taskloom.metrics`, commands per solution
   (`#complexity`) and the programs solutions run (`#tools`).
 """
 
 from __future__ import annotations
 
+import tomllib
 from collections import Counter, defaultdict
 from html import escape
 from pathlib import Path
@@ -21,6 +25,7 @@ from pathlib import Path
 from taskloom.generators.protocols import DIMENSIONS
 from taskloom.metrics.corpus import CorpusMetrics
 from taskloom.metrics.shell import action_complexity
+from taskloom.models import ALTERNATIVES, MUTANTS
 from taskloom.outputs.charts import bar_chart, funnel_chart, histogram, level_chart
 from taskloom.outputs.run import RunData, load_graph_of, load_run, run_metrics, task_records
 from taskloom.skill_graph.render import graph_svg
@@ -66,7 +71,7 @@ def report_html(data: RunData) -> str:
     run = data.run
     sections = [_kpis(data, metrics), _funnel(data), _cost(data),
                 _coverage(data, metrics, graph), _distributions(data), _rejections(data),
-                _diversity(data, metrics)]
+                _requirements(data), _diversity(data, metrics)]
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>taskloom run {escape(run.id)}</title><style>{CSS}</style></head>"
             f"<body><main><h1>taskloom run {escape(run.id)}</h1>"
@@ -203,6 +208,34 @@ def _rejections(data: RunData) -> str:
                 f"{example.round}, check {escape(verdict.check)})</summary>"
                 f"<p>{escape(verdict.details)}</p><pre>{escape(verdict.log or '(no log)')}"
                 "</pre></details>")
+    return "".join(parts) + "</section>"
+
+
+def _requirements(data: RunData, shown: int = 5) -> str:
+    """Counts over the exported tasks, and the requirement maps of the first `shown`."""
+    maps, alternatives, mutants = [], 0, 0
+    for task in data.tasks:
+        config = tomllib.loads((task.folder / "task.toml").read_text(encoding="utf-8"))
+        maps.append((task.task_id, config.get("metadata", {}).get("requirements", [])))
+        alternatives += len(list((task.folder / "solution" / ALTERNATIVES).glob("*.sh")))
+        mutants += len(list((task.folder / "solution" / MUTANTS).glob("*.sh")))
+    cited = sum(len(entry.get("tests", [])) for _, found in maps for entry in found)
+    parts = ["<section><h2>What the tests are held to</h2>",
+             '<table id="requirements"><tr><th>tasks with a requirement map</th>'
+             f"<td class=n>{sum(bool(found) for _, found in maps)} of {len(maps)}</td></tr>"
+             "<tr><th>checks citing the instruction words that demand them</th>"
+             f"<td class=n>{cited}</td></tr>"
+             "<tr><th>other correct solutions shipped (each earned reward 1)</th>"
+             f"<td class=n>{alternatives}</td></tr>"
+             "<tr><th>rule mutants shipped (each ignores one stated rule and earned 0)</th>"
+             f"<td class=n>{mutants}</td></tr></table>"]
+    for task_id, found in [m for m in maps if m[1]][:shown]:
+        rows = "".join(f"<tr><td>{'<br>'.join(escape(w) for w in entry.get('demands', []))}"
+                       f"</td><td>{'<br>'.join(escape(t) for t in entry.get('tests', []))}"
+                       "</td></tr>" for entry in found)
+        parts.append(f'<details class="requirement-map"><summary>{escape(task_id)}</summary>'
+                     "<table><tr><th>the instruction demands</th><th>checked by</th></tr>"
+                     f"{rows}</table></details>")
     return "".join(parts) + "</section>"
 
 

@@ -78,7 +78,8 @@ class TaskRow(Frozen):
         description="environment/ files (the Dockerfile and what it COPYs), by path.")
     solution_files: tuple[FileEntry, ...] = Field(
         description="solution/ files (solve.sh: the reference solution; alternatives/*.sh: "
-                    "other correct solutions), by path.")
+                    "other correct solutions; mutants/*.sh: wrong ones that must earn 0), "
+                    "by path.")
     test_files: tuple[FileEntry, ...] = Field(
         description="tests/ files (test.sh and the pytest checks), by path.")
     solution_commands: int = Field(description="Commands in solve.sh (action complexity).")

@@ -3,8 +3,9 @@
 A trial is one environment and a list of phases. Every phase starts from the freshly set-up
 environment, optionally runs a solution (`solution/solve.sh`), then runs the tests and
 reads the reward Harbor-style from /logs/verifier. The validation protocol is a trial:
-`nop` (no solution), `oracle-1..R` (the reference solution), `mutant-k` (the solution with
-step k removed).
+`nop` (no solution), `oracle-1..R` (the reference solution), `alternative-<name>` (another
+correct solution), `mutant-k` (the solution with step k removed), `mutant-<name>` (a shipped
+solution ignoring one stated rule).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from pathlib import Path
 from taskloom.config import ValidationConfig
 from taskloom.models import ReasonCode, Task, TaskFile, Verdict
 from taskloom.sandbox.trial import Phase, PhaseResult
-from taskloom.validators.phases import named, phase_log, problem_verdict, seconds
+from taskloom.validators.phases import as_solution, phase_log, seconds, settled
 from taskloom.validators.protocol import Evidence, TrialPart
 
 PREFIX = "alternative"
@@ -46,15 +46,6 @@ def _phase_name(path: str) -> str:
     return f"{PREFIX}-{re.sub(r'[^A-Za-z0-9_.-]+', '-', stem)}"
 
 
-def as_solution(task: Task, alternative: TaskFile) -> tuple[TaskFile, ...]:
-    """The solution folder with `alternative` as solve.sh and no alternatives beside it."""
-    others = set(task.alternatives)
-    solve = TaskFile(path="solve.sh", content=alternative.content, mode=0o755)
-    return tuple(sorted((solve, *(f for f in task.solution
-                                  if f not in others and f.path != "solve.sh")),
-                        key=lambda f: f.path))
-
-
 def rejected_by(phase: PhaseResult) -> list[str]:
     """The tests that failed in a phase, as pytest's summary names them."""
     log = phase.tests.log if phase.tests else ""
@@ -72,18 +63,15 @@ class AlternativesCheck:
 
     def trial_part(self, task: Task, config: ValidationConfig) -> TrialPart:
         """One phase per alternative (`solution/alternatives/*.sh`, `config.alternatives`)."""
-        solutions = {name: as_solution(task, alt)
+        solutions = {name: as_solution(task, alt.content)
                      for name, alt in alternatives(task, config.alternatives).items()}
         return TrialPart(phases=tuple(Phase(name=key, solution=key) for key in solutions),
                          solutions=solutions)
 
     def check(self, evidence: Evidence) -> Verdict | None:
         """`over-specified` when an alternative earns less than reward 1."""
-        runs = named(evidence.trial, PREFIX)
-        if not runs:
-            return None
-        failed = problem_verdict(self.name, runs)
-        if failed is not None:
+        runs, failed = settled(self.name, evidence.trial, PREFIX)
+        if failed or not runs:
             return failed
         spent = seconds(*runs)
         short = [run for run in runs if run.reward is None or run.reward < 1.0]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from taskloom.config import ValidationConfig
 from taskloom.models import ReasonCode, Task, Verdict
 from taskloom.sandbox.trial import Phase
-from taskloom.validators.phases import named, phase_log, problem_verdict, seconds
+from taskloom.validators.phases import phase_log, seconds, settled
 from taskloom.validators.protocol import Evidence, TrialPart
 
 
@@ -28,13 +28,10 @@ class NopCheck:
 
     def check(self, evidence: Evidence) -> Verdict | None:
         """`trivial` when the tests reward the untouched environment."""
-        phases = named(evidence.trial, "nop")
-        if not phases:
-            return None
-        phase = phases[0]
-        failed = problem_verdict(self.name, [phase])
-        if failed is not None:
+        phases, failed = settled(self.name, evidence.trial, "nop")
+        if failed or not phases:
             return failed
+        phase = phases[0]
         if phase.reward != 0:
             return Verdict(check=self.name, passed=False, reason=ReasonCode.TRIVIAL,
                            details=f"tests give reward {phase.reward:g} on the untouched "

@@ -9,7 +9,7 @@ from __future__ import annotations
 from taskloom.config import ValidationConfig
 from taskloom.models import ReasonCode, Task, Verdict
 from taskloom.sandbox.trial import Phase
-from taskloom.validators.phases import named, phase_log, problem_verdict, seconds
+from taskloom.validators.phases import phase_log, seconds, settled
 from taskloom.validators.protocol import Evidence, TrialPart
 
 SOLUTION = "oracle"
@@ -33,11 +33,8 @@ class OracleCheck:
 
     def check(self, evidence: Evidence) -> Verdict | None:
         """`oracle-fails` or `flaky` unless every run gives reward 1."""
-        runs = named(evidence.trial, "oracle")
-        if not runs:
-            return None
-        failed = problem_verdict(self.name, runs)
-        if failed is not None:
+        runs, failed = settled(self.name, evidence.trial, "oracle")
+        if failed or not runs:
             return failed
         spent = seconds(*runs)
         rewards = [run.reward for run in runs]

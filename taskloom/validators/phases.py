@@ -1,4 +1,4 @@
-"""What the phase checks (nop, oracle, mutations) share: reading one phase of a trial.
+"""What the phase checks (nop, oracle, alternatives, mutations) share: reading phases.
 
 A phase is one attempt from fresh state: an optional solution, then the tests. Its reward
 is the only thing that counts; a phase that timed out or left no readable reward is
@@ -7,7 +7,7 @@ reported as such (`timeout`, `verifier`) before its reward is looked at.
 
 from __future__ import annotations
 
-from taskloom.models import ReasonCode, Verdict
+from taskloom.models import ALTERNATIVES, MUTANTS, ReasonCode, Task, TaskFile, Verdict, sorted_files
 from taskloom.sandbox.trial import PhaseResult, TrialResult
 
 LOG_EXCERPT_CHARS = 6000
@@ -18,6 +18,28 @@ def named(trial: TrialResult | None, prefix: str) -> list[PhaseResult]:
     if trial is None:
         return []
     return [p for p in trial.phases if p.name == prefix or p.name.startswith(f"{prefix}-")]
+
+
+def settled(check: str, trial: TrialResult | None, prefix: str, *,
+            only: ReasonCode | None = None) -> tuple[list[PhaseResult], Verdict | None]:
+    """The phases named `prefix`, and the failed verdict of the first with a `problem`.
+
+    A check returns the verdict when there is one, nothing when there are no phases, and
+    judges the rewards otherwise.
+    """
+    phases = named(trial, prefix)
+    return phases, problem_verdict(check, phases, only=only)
+
+
+def as_solution(task: Task, script: bytes) -> tuple[TaskFile, ...]:
+    """The solution folder one phase of another script runs: `script` as solve.sh.
+
+    The other scripts (alternatives, mutants) stay out of it.
+    """
+    others = (f"{ALTERNATIVES}/", f"{MUTANTS}/")
+    solve = TaskFile(path="solve.sh", content=script, mode=0o755)
+    return sorted_files([solve, *(f for f in task.solution
+                                  if f.path != "solve.sh" and not f.path.startswith(others))])
 
 
 def seconds(*phases: PhaseResult) -> float:

@@ -41,6 +41,25 @@ class StepAnswer(Answer):
     commands: list[str] = Field(min_length=1, description="Bash lines of the step.")
 
 
+class MutantAnswer(Answer):
+    """A wrong solution on purpose: the reference solution with one stated rule ignored."""
+
+    ignores: str = Field(min_length=1, description="The instruction's words for the rule "
+                         "this solution ignores, quoted, e.g. 'lines starting with # are "
+                         "comments'.")
+    commands: list[str] = Field(min_length=1, description="Bash lines of the whole reference "
+                                "solution with just that rule ignored; the tests must fail.")
+
+
+class RequirementAnswer(Answer):
+    """Instruction words and the test functions that check them."""
+
+    demands: str = Field(min_length=1, description="Words of the instruction, quoted "
+                         "verbatim, that ask for what the tests check.")
+    tests: list[str] = Field(min_length=1, description="Names of the pytest functions "
+                             "(test_...) that check these words.")
+
+
 class DraftAnswer(Answer):
     """A whole task."""
 
@@ -56,6 +75,13 @@ class DraftAnswer(Answer):
                                    "tools than the steps use; the tests must accept it too.")
     tests: list[str] = Field(min_length=1, description="Lines of a pytest file checking "
                              "the results at absolute paths.")
+    requirements: list[RequirementAnswer] = Field(min_length=1, description="For each "
+                                                  "test function, the instruction words "
+                                                  "that demand it; uncited tests are dropped.")
+    mutants: list[MutantAnswer] = Field(description="For each rule the instruction states "
+                                        "(filter, dedupe, skip malformed lines, sort key, "
+                                        "threshold, edge case), the solution with that rule "
+                                        "ignored; the data must make each one fail.")
     expected_values: list[str] = Field(description="Exact values the tests expect; the "
                                        "instruction must not state them.")
 
@@ -71,6 +97,10 @@ class RefineAnswer(Answer):
     alternative: list[str] | None = Field(description="New alternative solution lines, or "
                                           "null.")
     tests: list[str] | None = Field(description="New pytest file lines, or null.")
+    requirements: list[RequirementAnswer] | None = Field(description="New requirement map "
+                                                         "(all of it), or null.")
+    mutants: list[MutantAnswer] | None = Field(description="New wrong-on-purpose solutions "
+                                               "(all of them), or null.")
     expected_values: list[str] | None = Field(description="New expected values, or null.")
 
 

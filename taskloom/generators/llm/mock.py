@@ -13,6 +13,10 @@ answers that are valid and, where it can, lead to accepted tasks:
 | `JudgeAnswer` | `ok`, with an explanation counting the paths and tests it read |
 | anything else | the smallest instance of the JSON schema |
 
+A draft's tests each cite their instruction sentence, and it ships one mutant per rule it
+states (category filter, comment lines, sort key, order...), on data where ignoring the
+rule changes a result, so validation's rule mutants earn reward 0.
+
 Usage is counted as a quarter token per character of prompt and answer, at no cost. An
 `Exchange` from the mock has the key a real one would have, so runs cache and replay it
 the same way.
@@ -46,6 +50,7 @@ CATEGORIES = ("refund", "renewal", "upgrade", "trial", "transfer", "audit", "rep
               "rental")
 STEMS = ("records", "ledger", "entries", "requests", "bookings", "tickets")
 HEADER = "id,owner,category,amount"
+COMMENT_RULE = "lines starting with `#` are comments, not records"
 COMMENTS = ("# exported by the nightly job", "# continued from the previous page",
             "# rows below were re-sent")
 
@@ -153,7 +158,8 @@ def _refine(asked: _Asked, rng: random.Random) -> dict[str, Any]:
     first = asked.find(r"^- (.+)$", failures, default="no failing check was reported")
     return {"diagnosis": f"validation reported {first[:160]}; the draft is kept as it is",
             "instruction": None, "files": None, "setup": None, "steps": None,
-            "alternative": None, "tests": None, "expected_values": None}
+            "alternative": None, "tests": None, "requirements": None, "mutants": None,
+            "expected_values": None}
 
 
 def _judge(asked: _Asked, rng: random.Random) -> dict[str, Any]:
@@ -168,29 +174,57 @@ def _judge(asked: _Asked, rng: random.Random) -> dict[str, Any]:
 
 # -- the generator: a CSV task, one step per skill ------------------------------------------
 
+Row = tuple[str, str, str, int]
+
+
 class _Data:
-    """The input table of one draft and the category its steps select."""
+    """The input table of one draft and the category its steps select.
+
+    The rows are in no particular order, at least one is of another category, and at noise
+    level 2 or more one comment line is a commented-out record of the category: each rule
+    the instruction states can change an answer.
+    """
 
     def __init__(self, rng: random.Random, category: str, rows: int, noise: int) -> None:
         others = [c for c in CATEGORIES if c != category]
         kinds = [category, *rng.sample(others, 3)]
         owners = rng.sample(OWNERS, rng.randint(4, 6))
-        ids = sorted(rng.sample(range(100, 1000), rows))
-        amounts = rng.sample(range(10, 1000), rows)  # distinct: every sort has one answer
-        chosen = [category] * 4 + [rng.choice(kinds) for _ in range(rows - 4)]
+        ids = rng.sample(range(100, 1000), rows + 1)  # the last one is commented out
+        amounts = rng.sample(range(10, 1000), rows + 1)  # distinct: every sort has one answer
+        chosen = [category] * 4 + [kinds[1]] + [rng.choice(kinds) for _ in range(rows - 5)]
         rng.shuffle(chosen)
-        self.rows = [(f"r{i}", rng.choice(owners), kind, amount)
-                     for i, kind, amount in zip(ids, chosen, amounts, strict=True)]
+        self.rows: list[Row] = [(f"r{i}", rng.choice(owners), kind, amount) for i, kind, amount
+                                in zip(ids[:rows], chosen, amounts[:rows], strict=True)]
         self.category = category
-        self.lines = [HEADER, *(f"{r[0]},{r[1]},{r[2]},{r[3]}" for r in self.rows)]
-        for _ in range(noise - 1):  # comment lines: noise the selection must skip
-            self.lines.insert(rng.randint(2, len(self.lines)), rng.choice(COMMENTS))
+        self.lines = [HEADER, *(_csv(r) for r in self.rows)]
+        voided = _csv((f"r{ids[-1]}", rng.choice(owners), category, amounts[-1]))
+        noise_lines = [f"# {voided}", *(rng.choice(COMMENTS) for _ in range(noise - 2))]
+        for line in noise_lines[:noise - 1]:  # comments: noise the selection must skip
+            self.lines.insert(rng.randint(2, len(self.lines)), line)
         self.selected = [r for r in self.rows if r[2] == category]
-        self.selected_lines = [f"{r[0]},{r[1]},{r[2]},{r[3]}" for r in self.selected]
+        self.selected_lines = [_csv(r) for r in self.selected]
 
     @property
-    def by_amount(self) -> list[tuple[str, str, str, int]]:
+    def by_amount(self) -> list[Row]:
         return sorted(self.selected, key=lambda r: -r[3])
+
+    @property
+    def comments(self) -> bool:
+        """Whether some line is a comment (the instruction then says how to read them)."""
+        return any(line.startswith("#") for line in self.lines)
+
+
+def _csv(row: Row) -> str:
+    return ",".join(map(str, row))
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """A rule a step states, and the step's commands with the rule ignored."""
+
+    ignores: str  # the instruction's words for the rule
+    commands: list[str]
+    changes: bool  # whether ignoring it changes a result on this draft's data
 
 
 @dataclass(frozen=True)
@@ -204,6 +238,11 @@ class _Step:
     test: list[str]  # one pytest function
     values: list[str]  # expected values the instruction must not state
     other: list[str]  # the same step with other tools (the alternative solution)
+    rules: tuple[_Rule, ...] = ()
+
+    @property
+    def test_name(self) -> str:
+        return self.test[0].removeprefix("def ").split("(", 1)[0]
 
 
 def _text_test(name: str, path: str, lines: list[str]) -> list[str]:
@@ -214,24 +253,34 @@ def _text_test(name: str, path: str, lines: list[str]) -> list[str]:
 
 
 def _select(data: _Data, source: str, out: str) -> _Step:
+    keep = f'$3 == "{data.category}"'
+    rules = [_Rule(f"whose `category` is `{data.category}`",
+                   [f"mkdir -p {out}",
+                    f"awk -F, 'NR == 1 || !/^#/' {source} > {out}/selected.csv"],
+                   any(r[2] != data.category for r in data.rows))]
+    if data.comments:
+        rules.append(_Rule(COMMENT_RULE, [f"mkdir -p {out}", f"awk -F, 'NR == 1 || {keep}' "
+                                          f"{source} > {out}/selected.csv"],
+                           any(line.startswith("#") and line.split(",")[2:3] == [data.category]
+                               for line in data.lines)))
     return _Step(
         "select the rows of the category",
         f"Keep the rows of `{source}` whose `category` is `{data.category}`, with the "
         f"header line first and the rows in their original order, and write them to "
         f"`{out}/selected.csv`.", "awk",
         [f"mkdir -p {out}",
-         f"awk -F, 'NR == 1 || $3 == \"{data.category}\"' {source} > {out}/selected.csv"],
+         f"awk -F, 'NR == 1 || (!/^#/ && {keep})' {source} > {out}/selected.csv"],
         _text_test("selected_rows", "selected.csv", [HEADER, *data.selected_lines]), [],
         [f"mkdir -p {out}", f"python3 - {source} {out}/selected.csv <<'PY'", "import sys",
          "lines = open(sys.argv[1]).read().splitlines()",
          "rows = [l for l in lines[1:] if not l.startswith('#') and "
          f"l.split(',')[2:3] == [{data.category!r}]]",
          "open(sys.argv[2], 'w').write(''.join(l + '\\n' for l in lines[:1] + rows))",
-         "PY"])
+         "PY"], tuple(rules))
 
 
 def _sort(data: _Data, out: str) -> _Step:
-    lines = [f"{r[0]},{r[1]},{r[2]},{r[3]}" for r in data.by_amount]
+    lines = [_csv(r) for r in data.by_amount]
     return _Step(
         "sort them by amount",
         f"Write the data rows of `{out}/selected.csv` (no header) to `{out}/by_amount.csv`, "
@@ -241,7 +290,10 @@ def _sort(data: _Data, out: str) -> _Step:
         [f"python3 - {out}/selected.csv {out}/by_amount.csv <<'PY'", "import sys",
          "rows = open(sys.argv[1]).read().splitlines()[1:]",
          "rows.sort(key=lambda l: -int(l.split(',')[3]))",
-         "open(sys.argv[2], 'w').write(''.join(l + '\\n' for l in rows))", "PY"])
+         "open(sys.argv[2], 'w').write(''.join(l + '\\n' for l in rows))", "PY"],
+        (_Rule("sorted by `amount` from largest to smallest",
+               [f"tail -n +2 {out}/selected.csv > {out}/by_amount.csv"],
+               data.by_amount != data.selected),))
 
 
 def _total(data: _Data, out: str) -> _Step:
@@ -270,7 +322,12 @@ def _per_owner(data: _Data, out: str) -> _Step:
          f"awk '{{ print $2, $1 }}' > {out}/per_owner.txt"],
         _text_test("rows_per_owner", "per_owner.txt", lines), lines,
         [f"awk -F, 'NR > 1 {{ n[$2]++ }} END {{ for (o in n) print o, n[o] }}' "
-         f"{out}/selected.csv | LC_ALL=C sort > {out}/per_owner.txt"])
+         f"{out}/selected.csv | LC_ALL=C sort > {out}/per_owner.txt"],
+        (_Rule("ordered by owner name",  # owners in the order they first appear
+               [f"awk -F, 'NR > 1 {{ if (!($2 in n)) o[++k] = $2; n[$2]++ }} END "
+                f"{{ for (i = 1; i <= k; i++) print o[i], n[o[i]] }}' {out}/selected.csv "
+                f"> {out}/per_owner.txt"],
+               list(counts) != sorted(counts)),))
 
 
 def _top(data: _Data, out: str) -> _Step:
@@ -283,7 +340,11 @@ def _top(data: _Data, out: str) -> _Step:
          f"> {out}/top_owners.txt"],
         _text_test("top_owners", "top_owners.txt", owners), [],
         [f"tail -n +2 {out}/selected.csv | sort -t, -k4,4n | tail -n 3 | tac | "
-         f"awk -F, '{{ print $2 }}' > {out}/top_owners.txt"])
+         f"awk -F, '{{ print $2 }}' > {out}/top_owners.txt"],
+        (_Rule("with the largest `amount`",  # the first three rows instead
+               [f"tail -n +2 {out}/selected.csv | head -n 3 | cut -d, -f2 "
+                f"> {out}/top_owners.txt"],
+               [r[1] for r in data.selected[:3]] != owners),))
 
 
 def _ids(data: _Data, out: str) -> _Step:
@@ -295,7 +356,10 @@ def _ids(data: _Data, out: str) -> _Step:
         [f"tail -n +2 {out}/selected.csv | cut -d, -f1 | LC_ALL=C sort > {out}/ids.txt"],
         _text_test("selected_ids", "ids.txt", ids), [],
         [f"awk -F, 'NR > 1 {{ print $1 }}' {out}/selected.csv | LC_ALL=C sort "
-         f"> {out}/ids.txt"])
+         f"> {out}/ids.txt"],
+        (_Rule("in ascending order",
+               [f"tail -n +2 {out}/selected.csv | cut -d, -f1 > {out}/ids.txt"],
+               [r[0] for r in data.selected] != ids),))
 
 
 def _checksum(data: _Data, out: str) -> _Step:
@@ -309,7 +373,9 @@ def _checksum(data: _Data, out: str) -> _Step:
         _text_test("checksum", "selected.sha256", [f"{digest}  selected.csv"]), [digest],
         [f"python3 -c 'import hashlib, sys; print(hashlib.sha256(open(sys.argv[1], \"rb\")"
          f".read()).hexdigest() + \"  selected.csv\")' {out}/selected.csv "
-         f"> {out}/selected.sha256"])
+         f"> {out}/selected.sha256"],
+        (_Rule(f"when run in `{out}`",  # the absolute path in the line instead
+               [f"sha256sum {out}/selected.csv > {out}/selected.sha256"], True),))
 
 
 def _archive(data: _Data, out: str) -> _Step:
@@ -327,7 +393,9 @@ def _archive(data: _Data, out: str) -> _Step:
          "''.join(line + '\\n' for line in SELECTED)"], [],
         [f"python3 -c 'import sys, tarfile; t = tarfile.open(sys.argv[1], \"w:gz\"); "
          f"t.add(sys.argv[2], arcname=\"selected.csv\"); t.close()' "
-         f"{out}/selected.tar.gz {out}/selected.csv"])
+         f"{out}/selected.tar.gz {out}/selected.csv"],
+        (_Rule("at its top level",  # the member keeps the folders of its path
+               [f"tar -czf {out}/selected.tar.gz {out}/selected.csv"], True),))
 
 
 FOLLOWING: tuple[Callable[[_Data, str], _Step], ...] = (
@@ -348,16 +416,16 @@ def _draft(asked: _Asked, rng: random.Random) -> dict[str, Any]:
     picked = sorted(rng.sample(range(len(FOLLOWING)), count - 1))
     rows = {1: 10, 2: 18, 3: 30}[asked.level("data_volume")] + rng.randint(0, 4)
     specification = asked.level("specification")
-    for _ in range(DRAWS):
+    for _ in range(DRAWS):  # until no value is stated and every rule changes an answer
         data = _Data(rng, category, rows, asked.level("noise"))
         steps = [_select(data, source, out), *(FOLLOWING[k](data, out) for k in picked)]
         instruction = _instruction(f"{title}: {description}" if description else title,
                                    source, data, steps, specification, root)
         values = [v for step in steps for v in step.values]
-        text = "\n".join(instruction)
-        if not any(states_value(text, v) for v in values):
+        leaks = any(states_value("\n".join(instruction), v) for v in values)
+        if not leaks and all(rule.changes for step in steps for rule in step.rules):
             break
-    else:  # the scenario's own text states a value every time: leave it out
+    if leaks:  # the scenario's own text states a value every time: leave it out
         instruction = instruction[1:]
     tests = ['"""Checks of the results at their absolute paths."""', "",
              *(["import tarfile"] if _archive in [FOLLOWING[k] for k in picked] else []),
@@ -370,13 +438,29 @@ def _draft(asked: _Asked, rng: random.Random) -> dict[str, Any]:
             "files": [{"path": source, "lines": data.lines}], "setup": [],
             "steps": [{"title": s.title, "commands": s.commands} for s in steps],
             "alternative": [line for s in steps for line in s.other],
-            "tests": tests, "expected_values": values}
+            "tests": tests, "requirements": _requirements(steps, data),
+            "mutants": _mutants(steps), "expected_values": values}
+
+
+def _requirements(steps: list[_Step], data: _Data) -> list[dict[str, Any]]:
+    """Each step's sentence cites its test; the comment rule cites the selection's too."""
+    cited = [{"demands": step.ask, "tests": [step.test_name]} for step in steps]
+    if data.comments:
+        cited.append({"demands": COMMENT_RULE, "tests": [steps[0].test_name]})
+    return cited
+
+
+def _mutants(steps: list[_Step]) -> list[dict[str, Any]]:
+    """The solution once per rule the data exercises, that rule's step ignoring it."""
+    return [{"ignores": rule.ignores,
+             "commands": [line for other in steps
+                          for line in (rule.commands if other is step else other.commands)]}
+            for step in steps for rule in step.rules if rule.changes]
 
 
 def _instruction(intro: str, source: str, data: _Data, steps: list[_Step],
                  specification: int, root: str) -> list[str]:
-    comments = "; lines starting with `#` are comments, not records" \
-        if any(line.startswith("#") for line in data.lines) else ""
+    comments = f"; {COMMENT_RULE}" if data.comments else ""
     lines = [intro, "",
              f"The CSV file `{source}` starts with the header `{HEADER}` and holds one "
              f"record per line{comments}. Your working directory is {root}; there is no "

@@ -22,12 +22,12 @@ from taskloom.generators.procedural.artifacts import Artifact
 from taskloom.generators.procedural.checks import Assertion, render_tests
 from taskloom.generators.procedural.domains import domain as get_domain
 from taskloom.generators.procedural.primitives import PRIMITIVES, SOURCES
-from taskloom.generators.procedural.primitives.base import StepContext, StepResult
+from taskloom.generators.procedural.primitives.base import Rule, StepContext, StepResult
 from taskloom.generators.procedural.world import World
 from taskloom.generators.protocols import Blueprint
 from taskloom.generators.verifier import verifier_files
 from taskloom.leaks import states_value
-from taskloom.models import ALTERNATIVES, Task, TaskConfig, TaskFile, sorted_files
+from taskloom.models import ALTERNATIVES, MUTANTS, Task, TaskConfig, TaskFile, sorted_files
 from taskloom.sandbox.base_image import BASE_IMAGE
 from taskloom.seeding import rng_for
 from taskloom.skill_graph.model import SkillGraph
@@ -35,6 +35,7 @@ from taskloom.skill_graph.model import SkillGraph
 GENERATOR_VERSION = "procedural/2"
 WORK_NOTE = "Work on this machine only"
 # Read by checks of accounts and of crontabs, which the instruction names in words.
+NAMES = "ABCDEFGH"  # what a goal-only instruction calls the results of hidden steps
 SYSTEM_READS = ("/etc/passwd", "/etc/group", "/etc/shadow", "/etc/gshadow",
                 "/var/spool/cron/")
 
@@ -51,6 +52,7 @@ class Assembled:
     tools: tuple[str, ...]
     answers: tuple[str, ...]
     alternative: str  # another correct solve.sh: other tools, the same state
+    mutants: dict[str, str]  # file stem -> a wrong solve.sh ignoring one stated rule
 
 
 def assemble(blueprint: Blueprint, graph: SkillGraph, attempt: int = 0) -> Assembled:
@@ -75,6 +77,7 @@ def assemble(blueprint: Blueprint, graph: SkillGraph, attempt: int = 0) -> Assem
     context = _context(blueprint, domain, world, 0, attempt, used)
     artifact: Artifact = SOURCES[context.rng.choice(source_types)](context)
     results: list[StepResult] = []
+    named: list[tuple[str, str]] = []  # (letter, phrase) of each hidden step's result
     for number, skill_id in enumerate(blueprint.path, start=1):
         step = _context(blueprint, domain, world, number, attempt, used)
         try:
@@ -89,24 +92,44 @@ def assemble(blueprint: Blueprint, graph: SkillGraph, attempt: int = 0) -> Assem
                             f"says {produced}")
         results.append(result)
         artifact = result.output
-        if not goal_only:  # the next step refers to this output by its path
+        if not goal_only or result.side_effect:  # a shown step: the next names its path
             artifact = dataclasses.replace(artifact, phrase=_path_phrase(artifact))
-    instruction = _instruction(blueprint, graph, results, domain)
-    checks = [check for index, result in enumerate(results)
-              for check in result.checks
-              if index == len(results) - 1 or result.side_effect or not goal_only]
+        elif number < len(blueprint.path):
+            # A hidden step's result gets a letter, so the goal reads "the lines of B", not
+            # "the lines of the lines of the sorted list of ..."
+            letter = NAMES[len(named)]
+            named.append((letter, artifact.phrase))
+            artifact = dataclasses.replace(artifact, phrase=letter)
+    shown = [index == len(results) - 1 or result.side_effect or not goal_only
+             for index, result in enumerate(results)]
+    instruction = _instruction(blueprint, graph, results, shown, domain, named)
+    checks = [dataclasses.replace(check, demands=demands(result, difficulty.specification))
+              for result, visible in zip(results, shown, strict=True) if visible
+              for check in result.checks]
+    uncited = [c.label for c in checks if not all(quote in instruction for quote in c.demands)]
+    if uncited:
+        raise TypeError(f"the check {uncited[0]!r} cites words the instruction does not show")
     unstated = unstated_read(checks, instruction)
     if unstated:
-        raise NoDraft(f"a check reads {unstated}, and the instruction names neither it nor a "
-                      "folder above it")
+        raise NoDraft(f"a check reads {unstated}, and the instruction names neither it, nor "
+                      "a folder above it, nor a path inside it")
     answers = tuple(dict.fromkeys(a for check in checks for a in check.answers()))
     leaked = [a for a in answers if states_value(instruction, a)]
     if leaked:
         raise NoDraft(f"the instruction states an expected value: {leaked[0]!r}")
     solution = _solution(blueprint, graph, results)
     alternative = _solution(blueprint, graph, results, alternative=True)
+    mutants = {}
+    for number, (result, visible) in enumerate(zip(results, shown, strict=True), start=1):
+        for rule in result.rules if visible else ():
+            name = f"step-{number}-{rule.name}"
+            if name in mutants:
+                raise TypeError(f"step {number} ({blueprint.path[number - 1]}) states two "
+                                f"rules named {rule.name}")
+            mutants[name] = _solution(blueprint, graph, results, ignoring=(number, rule))
     tools = tuple(dict.fromkeys(tool for result in results for tool in result.tools))
-    return Assembled(instruction, solution, checks, world, tools, answers, alternative)
+    return Assembled(instruction, solution, checks, world, tools, answers, alternative,
+                     mutants)
 
 
 def unstated_read(checks: list[Assertion], instruction: str) -> str | None:
@@ -150,13 +173,20 @@ def _path_phrase(artifact: Artifact) -> str:
 
 
 def _instruction(blueprint: Blueprint, graph: SkillGraph, results: list[StepResult],
-                 domain) -> str:
+                 shown: list[bool], domain, named: list[tuple[str, str]]) -> str:
+    """instruction.md: the steps whose sentence is `shown`, and everyone's notes."""
     scenario = graph.scenarios[blueprint.scenario]
     level = blueprint.difficulty.specification
     parts = [f"You are {domain.role} at {domain.org}. {scenario.description}"]
+    if named:
+        letters = " and ".join(", ".join(n for n, _ in named).rsplit(", ", 1))
+        what = ("names a result", "it need") if len(named) == 1 else ("name results", "they need")
+        parts.append(f"Below, {letters} {what[0]} that you may compute in any way ({what[1]} "
+                     "not be saved anywhere):\n"
+                     + "\n".join(f"- {n}: {phrase}" for n, phrase in named))
     if level == 3:
-        shown = [r for i, r in enumerate(results) if r.side_effect or i == len(results) - 1]
-        parts.append("Your goal: " + " Then ".join(_sentence(r.instruction) for r in shown))
+        parts.append("Your goal: " + " Then ".join(
+            demands(r, 3)[0] for r, visible in zip(results, shown, strict=True) if visible))
     elif len(results) == 1:
         parts.append(results[0].instruction)
     else:
@@ -178,17 +208,47 @@ def _sentence(text: str) -> str:
     return text[0].lower() + text[1:] if text and not text[:2].isupper() else text
 
 
+def demands(result: StepResult, specification: int) -> tuple[str, ...]:
+    """The words of the instruction that demand a step's checks.
+
+    Its sentence as the instruction shows it (inside the goal at specification 3), then
+    its notes.
+    """
+    sentence = _sentence(result.instruction) if specification == 3 else result.instruction
+    return (sentence, *result.notes)
+
+
+def requirements(checks: list[Assertion]) -> list[dict[str, list[str]]]:
+    """The requirement map: the instruction's words, each with the tests that check them."""
+    tests: dict[tuple[str, ...], list[str]] = {}
+    for number, check in enumerate(checks, start=1):
+        tests.setdefault(check.demands, []).append(check.test_name(number))
+    return [{"demands": list(words), "tests": names} for words, names in tests.items()]
+
+
 def _solution(blueprint: Blueprint, graph: SkillGraph, results: list[StepResult], *,
-              alternative: bool = False) -> str:
-    """solve.sh, or (`alternative`) the other correct solution: other tools, same state."""
-    title = ("Alternative solution generated by taskloom: other tools, the same result."
-             if alternative else "Reference solution generated by taskloom.")
+              alternative: bool = False, ignoring: tuple[int, Rule] | None = None) -> str:
+    """solve.sh, or another script of the same steps.
+
+    `alternative`: the other correct solution (other tools, the same state); `ignoring`
+    (a step number and one of its rules): the reference solution wrong in just that rule.
+    """
+    if alternative:
+        title = "Alternative solution generated by taskloom: other tools, the same result."
+    elif ignoring:
+        title = (f"Wrong on purpose (a taskloom mutant): step {ignoring[0]} ignores "
+                 f"{' '.join(ignoring[1].stated.split())}. Validation requires reward 0.")
+    else:
+        title = "Reference solution generated by taskloom."
     lines = ["#!/bin/bash", f"# {title}", "set -eu"]
     for number, (skill_id, result) in enumerate(zip(blueprint.path, results, strict=True),
                                                 start=1):
-        lines.append(f"# {'step' if alternative else 'taskloom:step'} {number} "
-                     f"{graph.skills[skill_id].name}")
-        lines.append((result.alternative if alternative else result.solution).rstrip("\n"))
+        marker = "step" if alternative or ignoring else "taskloom:step"
+        lines.append(f"# {marker} {number} {graph.skills[skill_id].name}")
+        fragment = result.alternative if alternative else result.solution
+        if ignoring and ignoring[0] == number:
+            fragment = ignoring[1].ignored
+        lines.append(fragment.rstrip("\n"))
     return "\n".join(lines) + "\n"
 
 
@@ -227,6 +287,7 @@ def build_task(blueprint: Blueprint, graph: SkillGraph, attempt: int = 0, *,
         "categories": sorted({s.category for s in skills}),
         "tools": list(parts.tools),
         "difficulty": blueprint.difficulty.model_dump(),
+        "requirements": requirements(parts.checks),
     }
     artifacts = separate_artifacts(parts.checks) if verifier == "separate" else None
     separate = {"artifacts": list(artifacts)} if artifacts else {}
@@ -246,7 +307,9 @@ def build_task(blueprint: Blueprint, graph: SkillGraph, attempt: int = 0, *,
     tests = verifier_files(render_tests(parts.checks, world.image_accounts()))
     solution = [TaskFile(path="solve.sh", content=parts.solution.encode(), mode=0o755),
                 TaskFile(path=f"{ALTERNATIVES}/other-tools.sh",
-                         content=parts.alternative.encode(), mode=0o755)]
+                         content=parts.alternative.encode(), mode=0o755),
+                *(TaskFile(path=f"{MUTANTS}/{name}.sh", content=script.encode(), mode=0o755)
+                  for name, script in parts.mutants.items())]
     task = Task(name=name, config=config, instruction=parts.instruction,
                 environment=sorted_files(environment), solution=sorted_files(solution),
                 tests=tuple(tests))

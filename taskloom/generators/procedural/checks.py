@@ -184,6 +184,8 @@ class Assertion:
     """Base of every assertion: one named test of the final state."""
 
     label: str  # what it verifies, e.g. "errors.txt holds the ERROR lines"
+    # The instruction's words that demand it: its step's sentence, then the step's notes.
+    demands: tuple[str, ...] = field(default=(), kw_only=True)
 
     def body(self) -> list[str]:
         """Lines of the test function body."""
@@ -202,10 +204,16 @@ class Assertion:
         """False when the check reads what artifacts cannot carry (owners, setuid bits)."""
         return True
 
+    def test_name(self, number: int) -> str:
+        """The pytest function's name when it is the `number`th check of the task."""
+        return f"test_{number:02d}_{_slug(self.label)}"
+
     def render(self, number: int) -> str:
-        """One pytest function."""
-        lines = [f"def test_{number:02d}_{_slug(self.label)}():",
+        """One pytest function: the label, the words it cites, the body."""
+        lines = [f"def {self.test_name(number)}():",
                  f"    {json.dumps(self.label, ensure_ascii=False)}"]
+        lines += ["    # The instruction demands: " + quote.replace("\n", "\n    # ")
+                  for quote in self.demands]
         lines += [f"    {line}" for line in self.body()]
         return "\n".join(lines) + "\n"
 

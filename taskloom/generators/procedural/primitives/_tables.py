@@ -9,6 +9,7 @@ two; sums are exact in integer cents (`cents`) and written with exactly two deci
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -96,22 +97,34 @@ class Condition:
     """A row condition: a numeric threshold (`>`/`<`) or equality with a text value."""
 
     column: str
-    op: str  # ">", "<" or "=="
+    op: str  # ">", "<" or "==" (">=" and "<=" only in a mutant, `inclusive`)
     value: str  # an integer threshold, or the text value
 
     def holds(self, value) -> bool:
         """True when a row's value meets the condition."""
         if self.op == "==":
             return value == self.value
-        if self.op == ">":
-            return number(value) > Decimal(self.value)
-        return number(value) < Decimal(self.value)
+        amount, bound = number(value), Decimal(self.value)
+        return {">": amount > bound, "<": amount < bound, ">=": amount >= bound,
+                "<=": amount <= bound}[self.op]
+
+    def inclusive(self) -> Condition:
+        """The threshold condition with its bound included (`>=`/`<=`): a common mistake."""
+        return dataclasses.replace(self, op=self.op + "=")
+
+    def on_bound(self, values) -> bool:
+        """True when a threshold condition has a value exactly on its bound.
+
+        Only then does the strict `>`/`<` select other rows than `>=`/`<=` would.
+        """
+        return self.op in (">", "<") and any(number(v) == Decimal(self.value) for v in values)
 
     def words(self) -> str:
         """The condition in English: "`amount` is greater than 250"."""
         if self.op == "==":
             return f"`{self.column}` is `{self.value}`"
-        relation = "greater than" if self.op == ">" else "less than"
+        relation = {">": "greater than", "<": "less than", ">=": "at least",
+                    "<=": "at most"}[self.op]
         return f"`{self.column}` is {relation} {self.value}"
 
     def awk(self, index: int) -> str:
@@ -159,7 +172,9 @@ def pick_condition(ctx: StepContext, fields: list[ColumnValues], *, exclude: tup
             ordered = sorted({number(v) for v in field.values})
             middle = ordered[len(ordered) // 4: max(len(ordered) // 4 + 1,
                                                     3 * len(ordered) // 4)]
-            threshold = int(ctx.rng.choice(middle))
+            # A value of the data (a whole one, for decimals) as the bound, so some row
+            # lies exactly on it and a `>=` for `>` gives another answer.
+            threshold = int(ctx.rng.choice([v for v in middle if v == int(v)] or middle))
             condition = Condition(field.name, ctx.rng.choice((">", "<")), str(threshold))
         else:
             counts = Counter(field.values)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import FileTree, TreeFile
 from taskloom.generators.procedural.checks import Assertion, FileDigests, TreeListing
-from taskloom.generators.procedural.primitives.base import StepContext
+from taskloom.generators.procedural.primitives.base import Rule, StepContext
 from taskloom.generators.procedural.world import q
 
 
@@ -114,6 +114,31 @@ def name_tests(extensions: list[str]) -> str:
     """The find tests selecting file names that end in one of the extensions."""
     tests = " -o ".join(f"-name {q('*.' + ext)}" for ext in extensions)
     return f"\\( {tests} \\)" if len(extensions) > 1 else tests
+
+
+def differs(compare: str, expected, naive) -> bool:
+    """True when a report holding the `naive` lines fails a check of the `expected` ones.
+
+    How a rule is known to be exercised: under "set" the sorted lines are compared, under
+    "lines" and "exact" the lines in order.
+    """
+    expected, naive = list(expected), list(naive)
+    return sorted(expected) != sorted(naive) if compare == "set" else expected != naive
+
+
+def report_rules(compare: str, expected, wrong) -> tuple[Rule, ...]:
+    """The rules of a report step that its data exercises.
+
+    `wrong` holds (name, stated, solution ignoring the rule, the lines that solution
+    writes); a rule counts when those lines fail the check of the `expected` ones.
+    """
+    return tuple(Rule(name, stated, ignored) for name, stated, ignored, naive in wrong
+                 if differs(compare, expected, naive))
+
+
+def top_level(relpath: str) -> bool:
+    """True for a file directly in the tree's root (what `find -maxdepth 1` sees)."""
+    return "/" not in relpath
 
 
 def ext_words(extensions: list[str]) -> str:

@@ -9,8 +9,11 @@ UTF-8 flag, which Python's zipfile reads as cp437: `ArchiveMembers` undoes that.
 from __future__ import annotations
 
 import fnmatch
+import io
 import posixpath
 import re
+import tarfile
+import zipfile
 
 from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import Archive, FileTree, Report, TreeFile
@@ -33,7 +36,12 @@ from taskloom.generators.procedural.primitives._trees import (
     sha256,
     tree_input,
 )
-from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
+from taskloom.generators.procedural.primitives.base import (
+    Rule,
+    StepContext,
+    StepResult,
+    primitive,
+)
 from taskloom.generators.procedural.world import DAY, lines_text, q
 
 # The alternatives below are written from the instruction sentences alone, with Python's
@@ -204,6 +212,45 @@ def _pattern_words(patterns: list[str]) -> str:
     return " and ".join(words)
 
 
+def _exclusion_rules(tree: FileTree, patterns: list[str], solve) -> list[Rule]:
+    """A rule per exclusion pattern that leaves out a file no other pattern does.
+
+    `solve(patterns)` is the step's solution with only these exclusions.
+    """
+    rules = []
+    for pattern in patterns:
+        others = [p for p in patterns if p != pattern]
+        if any(_excluded(f.relpath, [pattern]) and not _excluded(f.relpath, others)
+               for f in tree.files):
+            slug = re.sub(r"[^a-z0-9]+", "-", pattern.lower()).strip("-")
+            name = "dotfiles" if pattern == ".*" else f"exclude-{slug or 'pattern'}"
+            rules.append(Rule(name, f"that the {_pattern_words([pattern])} are left out",
+                              solve(others)))
+    return rules
+
+
+def _pack_tar(tree: FileTree, out: str, with_top: bool, patterns: list[str]) -> str:
+    """Pack the tree as a .tar.gz at `out` without the files matching `patterns` (in any folder)."""
+    top, parent = basename(tree.path), posixpath.dirname(tree.path)
+    if with_top:
+        excludes = "".join(f" --exclude={q(p)}" for p in patterns)
+        return f"tar -czf {q(out)}{excludes} -C {q(parent)} {q(top)}"
+    tests = "".join(f" ! -name {q(p)}" for p in patterns)
+    return (f"(cd {q(tree.path)} && find . -type f{tests} -printf '%P\\n' | "
+            f"LC_ALL=C sort | tar -czf {q(out)} -T -)")
+
+
+def _pack_tar_top_level(tree: FileTree, out: str, with_top: bool, patterns: list[str]) -> str:
+    """`_pack_tar`, wrong: the patterns leave out files of the top folder only."""
+    top = basename(tree.path)
+    where, start, fmt = ((posixpath.dirname(tree.path), q(top), "-print") if with_top else
+                         (tree.path, ".", "-printf '%P\\n'"))
+    tests = "".join(f" ! -name {q(p)}" for p in patterns)
+    return (f"(cd {q(where)} && {{ find {start} -maxdepth 1 -type f{tests} {fmt}; "
+            f"find {start} -mindepth 2 -type f {fmt}; }} | LC_ALL=C sort | "
+            f"tar -czf {q(out)} -T -)")
+
+
 @primitive("archive.create_tar")
 def create_tar(ctx: StepContext, source) -> StepResult:
     """Pack a directory into a .tar.gz, leaving out a pattern."""
@@ -213,7 +260,6 @@ def create_tar(ctx: StepContext, source) -> StepResult:
     if not kept:
         raise NotApplicable("the exclusions leave nothing to pack")
     top = basename(tree.path)
-    parent = posixpath.dirname(tree.path)
     # Without a top folder a dot file would be `.name`, which ArchiveMembers cannot tell
     # from `name`; such archives always keep the top folder.
     with_top = ctx.rng.random() < 0.6 or any(is_hidden(f.relpath) for f in kept)
@@ -233,13 +279,11 @@ def create_tar(ctx: StepContext, source) -> StepResult:
         f"Create `{out}`, a .tar.gz backup of everything in {tree.phrase}{but}; {naming}.",
         f"Archive {tree.phrase} as `{out}` (tar + gzip){without}, {naming}.",
     ]) + ctx.hint("tar -czf with --exclude" if patterns else "tar -czf -C")
-    if with_top:
-        excludes = "".join(f" --exclude={q(p)}" for p in patterns)
-        solution = f"tar -czf {q(out)}{excludes} -C {q(parent)} {q(top)}"
-    else:
-        tests = "".join(f" ! -name {q(p)}" for p in patterns)
-        solution = (f"(cd {q(tree.path)} && find . -type f{tests} -printf '%P\\n' | "
-                    f"LC_ALL=C sort | tar -czf {q(out)} -T -)")
+    solution = _pack_tar(tree, out, with_top, patterns)
+    rules = _exclusion_rules(tree, patterns, lambda some: _pack_tar(tree, out, with_top, some))
+    if any("/" in f.relpath for f in tree.files if _excluded(f.relpath, patterns)):
+        rules.append(Rule("subfolders", f"that the {left_out} in subfolders are left out too",
+                          _pack_tar_top_level(tree, out, with_top, patterns)))
     return StepResult(
         output=Archive(path=out, phrase=f"a .tar.gz of {tree.phrase}" +
                        (f" without its {left_out}" if patterns else "") +
@@ -250,7 +294,7 @@ def create_tar(ctx: StepContext, source) -> StepResult:
         alternative=ctx.python([tree.path, out, top if with_top else "", *patterns], _PACK_TAR),
         checks=[ArchiveMembers(f"`{out}` holds the files{but}", path=out,
                                format="tar.gz", members=_digests(members))],
-        tools=("tar",) if with_top else ("find", "sort", "tar"))
+        tools=("tar",) if with_top else ("find", "sort", "tar"), rules=tuple(rules))
 
 
 @primitive("archive.extract")
@@ -293,7 +337,30 @@ def extract(ctx: StepContext, source) -> StepResult:
         alternative=ctx.python([archive.path, dest, top if strip else ""], _EXTRACT),
         checks=moved_checks(f"{dest} holds the extracted files", dest, list(files),
                             list(files)),
-        tools=("mkdir", tool))
+        tools=("mkdir", tool), rules=_extract_rules(archive, dest, top, strip, list(contents)))
+
+
+def _extract_rules(archive: Archive, dest: str, top: str | None, strip: bool,
+                   paths: list[str]) -> tuple[Rule, ...]:
+    """The layout rule: the top folder removed, or the member paths kept as stored."""
+    unpack = (f"unzip -q {q(archive.path)} -d" if archive.format == "zip" else
+              f"tar -xf {q(archive.path)} -C")
+    if strip:
+        return (Rule("strip-top", f"that the top folder `{top}/` is removed from the paths",
+                     f"mkdir -p {q(dest)}\n{unpack} {q(dest)}"),)
+    if top is not None:  # the likeliest slip: unpacking the top folder's contents only
+        if archive.format == "zip":
+            wrong = (f"t=$(mktemp -d)\n{unpack} \"$t\"\nmkdir -p {q(dest)}\n"
+                     f"cp -a \"$t\"/{q(top)}/. {q(dest)}/\nrm -rf \"$t\"")
+        else:
+            wrong = f"mkdir -p {q(dest)}\n{unpack} {q(dest)} --strip-components=1"
+    elif any("/" in path for path in paths):  # or every file straight into dest
+        wrong = (f"t=$(mktemp -d)\n{unpack} \"$t\"\nmkdir -p {q(dest)}\n"
+                 f"find \"$t\" -type f -exec mv -f {{}} {q(dest)}/ \\;\nrm -rf \"$t\"")
+    else:
+        return ()
+    return (Rule("keep-paths", "that the member paths are kept exactly as stored, folders "
+                 "included", wrong),)
 
 
 @primitive("archive.list_members")
@@ -318,6 +385,19 @@ def list_members(ctx: StepContext, source) -> StepResult:
     lister = (f"unzip -Z1 {q(archive.path)}" if archive.format == "zip"
               else f"tar -tf {q(archive.path)}")
     strip_cmd = " | sed 's|^[^/]*/||'" if strip else ""
+    rules = []
+    if strip:
+        rules.append(Rule("strip-top", f"that the top folder `{top}/` is left out of the names",
+                          f"{lister} | grep -v '/$' | LC_ALL=C sort > {q(out)}"))
+    stored = _stored_names(ctx, archive)
+    if any(name.endswith("/") for name in stored):
+        rules.append(Rule("no-dirs", "that directory entries are left out",
+                          f"{lister}{strip_cmd} | LC_ALL=C sort > {q(out)}"))
+    as_stored = [re.sub(r"^[^/]*/", "", name, count=1) if strip else name
+                 for name in stored if not name.endswith("/")]
+    if ctx.compare() != "set" and as_stored and as_stored != listed:
+        rules.append(Rule("byte-order", "that the names are sorted in byte order",
+                          f"{lister} | grep -v '/$'{strip_cmd} > {q(out)}"))
     return StepResult(
         output=Report(path=out, phrase=f"the sorted names of the files in {archive.phrase}" +
                       (f" (without the top folder `{top}/`)" if strip else ""),
@@ -327,7 +407,25 @@ def list_members(ctx: StepContext, source) -> StepResult:
         alternative=ctx.python([archive.path, out, top if strip else ""], _LIST),
         checks=[FileText(f"`{out}` lists the archive's files", path=out,
                          expected=lines_text(listed), compare=ctx.compare())],
-        tools=("unzip" if archive.format == "zip" else "tar", "grep", "sort"))
+        tools=("unzip" if archive.format == "zip" else "tar", "grep", "sort"),
+        rules=tuple(rules))
+
+
+def _stored_names(ctx: StepContext, archive: Archive) -> list[str]:
+    """The member names as `tar -tf` / `unzip -Z1` list them, in the archive's order.
+
+    Known for an input file (a source's); [] for an archive an earlier step writes, whose
+    order and directory entries depend on the tool that made it.
+    """
+    spec = ctx.world.files.get(posixpath.normpath(archive.path))
+    if spec is None:
+        return []
+    raw = io.BytesIO(spec.content)
+    if archive.format == "zip":
+        with zipfile.ZipFile(raw) as handle:
+            return [info.filename for info in handle.infolist()]
+    with tarfile.open(fileobj=raw) as handle:
+        return [m.name + "/" if m.isdir() else m.name for m in handle.getmembers()]
 
 
 @primitive("archive.zip_selected")
@@ -354,12 +452,19 @@ def zip_selected(ctx: StepContext, source) -> StepResult:
         f"Collect the {words} files from anywhere in {tree.phrase} into `{out}` (zip format), "
         f"{naming}.",
     ]) + ctx.hint("find ... | zip -@")
-    if with_top:
-        solution = (f"(cd {q(posixpath.dirname(tree.path))} && find {q(top)} -type f "
+    def zip_found(tests: str) -> str:
+        if with_top:
+            return (f"(cd {q(posixpath.dirname(tree.path))} && find {q(top)}{tests} -type f "
                     f"{name_tests(extensions)} -print | zip -q -@ {q(out)})")
-    else:
-        solution = (f"(cd {q(tree.path)} && find . -type f {name_tests(extensions)} "
-                    f"-printf '%P\\n' | zip -q -@ {q(out)})")
+        return (f"(cd {q(tree.path)} && find .{tests} -type f {name_tests(extensions)} "
+                f"-printf '%P\\n' | zip -q -@ {q(out)})")
+
+    solution = zip_found("")
+    rules = [Rule("extension", f"that only the {words} files go in",
+                  solution.replace(f" {name_tests(extensions)} ", " "))]
+    if any("/" in f.relpath for f in chosen):
+        rules.append(Rule("subfolders", f"that the {words} files in subfolders go in too",
+                          zip_found(" -maxdepth 1")))
     return StepResult(
         output=Archive(path=out, phrase=f"a zip of the {words} files of {tree.phrase}" +
                        (f" (members named `{top}/` + their path relative to it)" if with_top
@@ -370,7 +475,7 @@ def zip_selected(ctx: StepContext, source) -> StepResult:
                                 *(f".{ext}" for ext in extensions)], _ZIP),
         checks=[ArchiveMembers(f"`{out}` holds the {words} files", path=out, format="zip",
                                members=_digests(members))],
-        tools=("find", "zip"))
+        tools=("find", "zip"), rules=tuple(rules))
 
 
 DATED = re.compile(r"^(?P<prefix>[A-Za-z0-9][A-Za-z0-9_-]*?)-(?P<date>[0-9]{4}-[0-9]{2}-"
@@ -411,9 +516,27 @@ def prune_dated(ctx: StepContext, source) -> StepResult:
         "leave other files alone.",
     ]) + ctx.hint("ls | grep -E | sort -r | tail -n +N | rm")
     regex = f"^{re.escape(prefix)}-[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}\\.{re.escape(ext)}$"
-    solution = (f"ls {q(where)} | grep -E {q(regex)} | LC_ALL=C sort -r | "
-                f"tail -n +{keep + 1} |\n"
+
+    def prune(listing: str, select: str, order: str, first: int) -> str:
+        return (f"{listing} {q(where)} | {select} | {order}tail -n +{first} |\n"
                 f"  while IFS= read -r f; do rm -- {q(where)}/\"$f\"; done")
+
+    exact, newest = f"grep -E {q(regex)}", "LC_ALL=C sort -r | "
+    solution = prune("ls", exact, newest, keep + 1)
+    rules = [Rule("newest", "that the newest backups are the ones kept",
+                  prune("ls", exact, "LC_ALL=C sort | ", keep + 1)),
+             Rule("keep-count", f"that {keep} backups are kept",
+                  prune("ls", exact, newest, keep))]
+    by_mtime = _kept_by_mtime(group, keep)
+    if by_mtime is not None and by_mtime != {f.relpath for f in group[:keep]}:
+        rules.append(Rule("date-in-name", "that the date in the name, not the modification "
+                          "time, tells which backups are newest",
+                          prune("ls -t", exact, "", keep + 1)))
+    loose = f"grep -F -- {q(prefix + '-')}"
+    by_prefix = _doomed_by_prefix(tree, folder, prefix, keep)
+    if by_prefix is not None and by_prefix != doomed:
+        rules.append(Rule("exact-name", f"that only the files named exactly `{pattern}` are "
+                          "pruned", prune("ls", loose, newest, keep + 1)))
     return StepResult(
         output=FileTree(path=tree.path, phrase=f"{tree.phrase} once pruned of the old "
                         f"`{pattern}` backups", files=remaining),
@@ -421,12 +544,38 @@ def prune_dated(ctx: StepContext, source) -> StepResult:
         alternative=ctx.python([where, pattern, str(keep)], _PRUNE),
         checks=[TreeListing(f"only the {keep} newest backups remain in {where}",
                             root=tree.path, expected=tuple(f.relpath for f in remaining))],
-        tools=("ls", "grep", "sort", "tail", "rm"), side_effect=True)
+        tools=("ls", "grep", "sort", "tail", "rm"), side_effect=True, rules=tuple(rules))
+
+
+def _kept_by_mtime(group: list[TreeFile], keep: int) -> set[str] | None:
+    """The backups `ls -t` lists first (newest modification time, ties by name)."""
+    if any(f.mtime is None for f in group):
+        return None
+    ranked = sorted(group, key=lambda f: (-(f.mtime or 0), basename(f.relpath)))
+    return {f.relpath for f in ranked[:keep]}
+
+
+def _doomed_by_prefix(tree: FileTree, folder: str, prefix: str, keep: int) -> set[str] | None:
+    """What the pruning deletes when it takes every name containing `PREFIX-` for a backup.
+
+    None when a subfolder's name would be taken too (rm would fail on it).
+    """
+    inside = f"{folder}/" if folder else ""
+    names = {f.relpath[len(inside):].split("/", 1)[0]: "/" in f.relpath[len(inside):]
+             for f in tree.files if f.relpath.startswith(inside)}
+    taken = sorted((name for name in names if f"{prefix}-" in name), reverse=True)
+    if any(names[name] for name in taken):
+        return None
+    return {inside + name for name in taken[keep:]}
 
 
 def _stale_mirror(ctx: StepContext, kept: list[TreeFile], patterns: list[str],
-                  dest: str) -> str:
-    """An out-of-date mirror at `dest` (step 1 only): outdated, missing and stale files."""
+                  dest: str) -> tuple[str, set[str], int]:
+    """An out-of-date mirror at `dest` (step 1 only): outdated, missing and stale files.
+
+    Returns the sentence saying so, the files a sync must copy (outdated or missing) and
+    how many stale files (gone from the source) the mirror holds.
+    """
     shuffled = list(kept)
     ctx.rng.shuffle(shuffled)
     outdated = shuffled[:ctx.rng.randint(1, 3)]
@@ -442,16 +591,18 @@ def _stale_mirror(ctx: StepContext, kept: list[TreeFile], patterns: list[str],
     taken = {f.relpath for f in kept}
     folders = sorted({f.relpath.rpartition("/")[0] for f in kept})
     stale = 0
+    ext = next(ext for ext in ("txt", "old", "bak") if not _excluded(f"a.{ext}", patterns))
     for number in range(ctx.rng.randint(1, 2)):
         folder = ctx.rng.choice(folders)
-        relpath = f"{folder}/removed-{number + 1}.txt".lstrip("/")
-        if relpath in taken or _excluded(relpath, patterns):
+        relpath = f"{folder}/removed-{number + 1}.{ext}".lstrip("/")
+        if relpath in taken:
             continue
         stale += 1
         ctx.world.add(f"{dest}/{relpath}", b"deleted from the source since the last run\n",
                       mtime=min(f.mtime or 0 for f in kept) + DAY)
     return (f"`{dest}` holds an older mirror: some files there are outdated, some are "
-            f"missing{', and some no longer exist in the source' if stale else ''}")
+            f"missing{', and some no longer exist in the source' if stale else ''}",
+            {f.relpath for f in outdated + missing}, stale)
 
 
 @primitive("backup.mirror_rsync")
@@ -470,7 +621,10 @@ def mirror_rsync(ctx: StepContext, source) -> StepResult:
         dest = ctx.output_path(basename(tree.path), "", directory="/mnt/backup")
     else:
         dest = ctx.output_path("mirror", "")
-    state = _stale_mirror(ctx, kept, patterns, dest) + ". " if stale else ""
+    state, copied, gone = "", {f.relpath for f in kept}, 0
+    if stale:
+        state, copied, gone = _stale_mirror(ctx, kept, patterns, dest)
+        state += ". "
     left_out = _pattern_words(patterns)
     known = any(f.mtime for f in kept)
     times = ", contents and modification times" if known else " and contents"
@@ -486,13 +640,26 @@ def mirror_rsync(ctx: StepContext, source) -> StepResult:
         f"Synchronize {tree.phrase} into the backup location `{dest}`: every file{except_} "
         f"must be there with the same relative path{times}, and nothing else may be.",
     ]) + ctx.hint("rsync -a --delete" + (" --exclude" if patterns else ""))
-    excludes = "".join(f" --exclude={q(p)}" for p in patterns)
+    def sync(options: str, some: list[str]) -> str:
+        excludes = "".join(f" --exclude={q(p)}" for p in some)
+        return f"rsync {options}{excludes} {q(tree.path)}/ {q(dest)}/"
+
+    rules = _exclusion_rules(tree, patterns, lambda some: sync("-a --delete", some))
+    if gone:
+        rules.append(Rule("delete", "that files no longer in the source are deleted from the "
+                          "mirror", sync("-a", patterns)))
+    kept_times = mtime_check("the mirror keeps the modification times", dest, kept)
+    if any(path.removeprefix(f"{dest}/") in copied
+           for check in kept_times for path in check.reads()):
+        # rsync -r skips files of the same size and time, so only a copied file tells
+        rules.append(Rule("mtimes", "that the modification times are kept",
+                          sync("-r --delete", patterns)))
     return StepResult(
         output=FileTree(path=dest, phrase=f"a mirror of {tree.phrase}" +
                         (f" without its {left_out}" if patterns else ""), files=tuple(kept)),
         instruction=sentence,
-        solution=f"rsync -a --delete{excludes} {q(tree.path)}/ {q(dest)}/",
+        solution=sync("-a --delete", patterns),
         alternative=ctx.python([tree.path, dest, *patterns], _MIRROR),
-        checks=[*moved_checks(f"{dest} mirrors the source", dest, kept, kept),
-                *mtime_check("the mirror keeps the modification times", dest, kept)],
-        tools=("rsync",), side_effect=stale)  # updating an existing mirror changes the host
+        checks=[*moved_checks(f"{dest} mirrors the source", dest, kept, kept), *kept_times],
+        # updating an existing mirror changes the host
+        tools=("rsync",), side_effect=stale, rules=tuple(rules))

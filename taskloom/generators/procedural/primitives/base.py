@@ -13,6 +13,11 @@ with `@primitive("area.skill")`. It must:
   that demand more than the instruction states are found (`over-specified`); a stdlib
   python3 alternative is built with `ctx.python(args, code, prelude=...)`, which quotes the
   arguments and defines `END`, the text after a written text file's last line;
+- give a `Rule` for each rule its sentence states that the checks can tell apart (a
+  filter, a deduplication, malformed lines skipped, a sort key where order is checked, an
+  edge case): the rule in words and the solution fragment with that rule ignored. The data
+  must contain a case where ignoring the rule changes the answer: validation runs each
+  such wrong solution and requires reward 0 (`weak-tests`);
 - change its input: a step whose output equals its input would be a weak step.
 A source is a function `(ctx) -> Artifact` registered with `@source("type")` that writes
 realistic input data into `ctx.world` and describes it. Raise `NotApplicable` when an
@@ -22,6 +27,7 @@ input cannot support the step (the generator then tries another plan).
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -30,6 +36,19 @@ from taskloom.generators.procedural.checks import Assertion, Compare
 from taskloom.generators.procedural.domains import Domain
 from taskloom.generators.procedural.world import World, q
 from taskloom.generators.protocols import Difficulty
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A rule the step's sentence states, and the step's solution with that rule ignored."""
+
+    name: str  # a file stem: lowercase words joined by hyphens ("skip-malformed")
+    stated: str  # the rule as the instruction states it ("only the ERROR records")
+    ignored: str  # bash lines: the step's solution, wrong on purpose in just this rule
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"[a-z0-9]+(?:-[a-z0-9]+)*", self.name):
+            raise ValueError(f"rule name {self.name!r} is not lowercase-words-with-hyphens")
 
 
 @dataclass
@@ -44,6 +63,7 @@ class StepResult:
     notes: tuple[str, ...] = ()  # extra instruction notes (malformed lines, formats)
     side_effect: bool = False  # its checks always run, even when its output is intermediate
     alternative: str = ""  # bash lines: the same state by other tools, from the instruction
+    rules: tuple[Rule, ...] = ()  # the stated rules, each with a solution that ignores it
 
 
 @dataclass

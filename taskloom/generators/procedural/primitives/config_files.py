@@ -5,7 +5,12 @@ comments, some of them old settings commented out, which a careless `grep key` p
 The same keys appear in every section, so an edit has to be scoped to its section.
 
 An edit is a side effect: its check runs on the final file. The last edit checks the whole
-file; an earlier one checks only its setting, which later edits leave alone (`pinned`).
+file; an earlier one checks only its setting and the same key in the other sections, which
+later edits leave alone (`pinned`).
+
+The stated rules (`Rule`): commented-out settings do not count, an edit stays in its
+section, a missing key's `SECTION -` line, the order of the lines, names made of letters,
+digits and `_`. Each is declared only where ignoring it changes what the checks see.
 """
 
 from __future__ import annotations
@@ -16,7 +21,13 @@ from dataclasses import dataclass
 from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import ConfigFile, Report, TextFile
 from taskloom.generators.procedural.checks import FileText, IniSetting
-from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
+from taskloom.generators.procedural.primitives.base import (
+    Rule,
+    StepContext,
+    StepResult,
+    primitive,
+)
+from taskloom.generators.procedural.primitives.text import differs, rules
 from taskloom.generators.procedural.world import lines_text, q
 
 SECTION = re.compile(r"^\[([^\]]+)\]\s*$")
@@ -24,9 +35,25 @@ SETTING = re.compile(r"^([A-Za-z0-9_.-]+)\s*=\s*(.*?)\s*$")
 COMMENTS = ("In the INI file, lines starting with `#` or `;` are comments (some are old "
             "settings that were commented out) and do not count as settings.")
 TRIM = 'gsub(/^[ \\t]+|[ \\t]+$/, "", k); gsub(/^[ \\t]+|[ \\t]+$/, "", v)'
-AWK_SETTING = ("/^\\[/ { s = substr($0, 2, length($0) - 2); next } /^[ \\t]*([;#]|$)/ { next } "
+SKIP_COMMENTS = "/^[ \\t]*([;#]|$)/ { next } "
+AWK_SETTING = ("/^\\[/ { s = substr($0, 2, length($0) - 2); next } " + SKIP_COMMENTS +
                "{ i = index($0, \"=\"); if (!i) next; k = substr($0, 1, i - 1); "
                f"v = substr($0, i + 1); {TRIM}")
+
+
+def awk_settings(lines, *, comments: bool = False) -> list[tuple[str, str, str]]:
+    """(section, key, value) as AWK_SETTING reads them; `comments`: without SKIP_COMMENTS."""
+    found, section = [], ""
+    for line in lines:
+        if line.startswith("["):
+            section = line[1:-1]
+            continue
+        if not comments and re.match(r"[ \t]*([;#]|$)", line):
+            continue
+        key, equals, value = line.partition("=")
+        if equals:
+            found.append((section, key.strip(" \t"), value.strip(" \t")))
+    return found
 
 
 @dataclass(frozen=True, eq=False)
@@ -114,6 +141,27 @@ def _bre(text: str) -> str:
     return re.sub(r"([.\[\]*^$\\/])", r"\\\1", text)
 
 
+def _sed_set(lines, key: str, value: str, section: str | None = None, *,
+             anchored: bool = True) -> list[str]:
+    r"""What `sed 's/^KEY *=.*/KEY = VALUE/'` makes of the lines.
+
+    With a section, only in `/^\[SECTION\]/,/^\[/` (its header to the next header);
+    `anchored` False drops the `^`, so commented-out settings (`# port = 80`) change too.
+    """
+    pattern = re.compile(("^" if anchored else "") + re.escape(key) + " *=.*")
+    out, inside = list(lines), section is None
+    for index, line in enumerate(lines):
+        if section is not None:
+            if not inside:
+                if not line.startswith(f"[{section}]"):
+                    continue
+                inside = True
+            elif line.startswith("["):
+                inside = False
+        out[index] = pattern.sub(lambda _: f"{key} = {value}", line, count=1)
+    return out
+
+
 def _new_value(ctx: StepContext, key: str, old: str) -> str:
     while True:
         value = {"port": lambda: str(ctx.rng.randint(2000, 9999)),
@@ -158,7 +206,11 @@ def set_value(ctx: StepContext, source) -> StepResult:
     else:
         if not editable:
             raise NotApplicable("no setting to change")
-        index, section, key, old = ctx.rng.choice(editable)
+        # one with an old value commented out in its section, where the last edit shows it
+        telling = [s for s in editable if ctx.final and _sed_set(
+            config.lines, s[2], "?", s[1], anchored=False) != _sed_set(
+            config.lines, s[2], "?", s[1])]
+        index, section, key, old = ctx.rng.choice(telling or editable)
         value = _new_value(ctx, key, old)
         lines[index] = f"{key} = {value}"
         mode = "set"
@@ -177,22 +229,46 @@ def set_value(ctx: StepContext, source) -> StepResult:
         "comments and blank lines stay byte for byte.",
     ]) + ctx.hint(hint)
     entries = tuple((s, k, v) for _, s, k, v in settings(tuple(lines)))
+    compare = "exact" if ctx.difficulty.strictness == 3 else "lines"
+    kept = []  # the same key in other sections, where a file-wide edit would change it
     if ctx.final:
-        check = FileText(f"{config.path} has the new setting", path=config.path,
-                         expected=lines_text(lines),
-                         compare="exact" if ctx.difficulty.strictness == 3 else "lines")
-    else:  # a later edit changes other lines: only this setting stays as this step left it
-        check = IniSetting(f"{config.path} has the new setting", path=config.path,
-                           section=section, key=key, expected=value)
+        checks: list = [FileText(f"{config.path} has the new setting", path=config.path,
+                                 expected=lines_text(lines), compare=compare)]
+    else:  # a later edit changes other lines: only this key stays as this step left it
+        checks = [IniSetting(f"{config.path} has the new setting", path=config.path,
+                             section=section, key=key, expected=value)]
+        if not add:
+            kept = [(other, v) for _, other, k, v in found
+                    if k == key and other != section and v != value]
+            checks += [IniSetting(f"`{key}` of [{other}] in {config.path} is unchanged",
+                                  path=config.path, section=other, key=key, expected=v)
+                       for other, v in kept]
+    sed = f"sed -i 's/^{_bre(key)} *=.*/{key} = {value}/' {path}"
+    after_header = f"sed -i '/^\\[{_bre(section)}\\]/a {key} = {value}' {path}"
+    header = next(i for i, line in enumerate(config.lines) if line.startswith(f"[{section}]"))
+    wrong = rules(
+        (not add and (bool(kept) or (ctx.final and differs(
+            _sed_set(config.lines, key, value), lines, compare))),
+         Rule("section", f"that only `{key}` of the `{section}` section changes", sed)),
+        (not add and ctx.final and differs(
+            _sed_set(config.lines, key, value, section, anchored=False), lines, compare),
+         Rule("comments", "that commented-out settings are not settings",
+              solution.replace(f"s/^{_bre(key)}", f"s/{_bre(key)}"))),
+        (add and ctx.final and differs(
+            [*config.lines[:header + 1], f"{key} = {value}", *config.lines[header + 1:]],
+            lines, compare),
+         Rule("position", f"that the new line goes after the last setting of `{section}`",
+              after_header)))
     return StepResult(
         output=EditedConfig(path=config.path, phrase=f"{config.phrase} (after the change)",
                             lines=tuple(lines), entries=entries,
-                            pinned=pinned | {(section, key)}),
+                            pinned=pinned | {(section, key)} | {(o, key) for o, _ in kept}),
         instruction=sentence, solution=solution,
         # python: the lines of the section edited in a list and written back in place
         alternative=ctx.python([config.path, mode, section, key, value], PY_EDIT),
-        checks=[check],
-        tools=("sed",) if not add else ("awk",), notes=(COMMENTS,), side_effect=True)
+        checks=checks,
+        tools=("sed",) if not add else ("awk",), notes=(COMMENTS,), side_effect=True,
+        rules=wrong)
 
 
 @primitive("config.extract_values")
@@ -204,7 +280,20 @@ def extract_values(ctx: StepContext, source) -> StepResult:
     keys = sorted({k for _, _, k, _ in found if sum(s[2] == k for s in found) >= 2})
     if not keys:
         raise NotApplicable("no key is set in several sections")
-    key = ctx.rng.choice(keys)
+
+    def grepped(key: str, mode: str) -> list[str]:
+        """The lines of an awk that matches the key as a pattern, comments not skipped."""
+        rows = [(s, v) for s, k, v in awk_settings(config.lines, comments=True)
+                if re.search(key, k)]
+        if mode == "dash":
+            rows = [row for section in sections
+                    for row in ([r for r in rows if r[0] == section] or [(section, "-")])]
+        text = [f"{s} {v}" for s, v in rows]
+        return sorted(text, key=str.encode) if mode == "sorted" else text
+
+    # a key with an old value commented out, where the comment rule shows
+    telling = [k for k in keys if grepped(k, "file") != grepped(f"^{re.escape(k)}$", "file")]
+    key = ctx.rng.choice(telling or keys)
     values = {s: v for _, s, k, v in found if k == key}
     gaps = len(values) < len(sections)
     mode = ctx.rng.choice(["file", "sorted"] + (["dash"] if gaps else []))
@@ -212,6 +301,7 @@ def extract_values(ctx: StepContext, source) -> StepResult:
         pairs = [(s, values.get(s, "-")) for s in sections]
     else:
         pairs = [(s, values[s]) for s in sections if s in values]
+    pairs_in_file = list(pairs)
     if mode == "sorted":
         pairs.sort(key=lambda pair: pair[0].encode())
     lines = tuple(f"{s} {v}" for s, v in pairs)
@@ -239,6 +329,24 @@ def extract_values(ctx: StepContext, source) -> StepResult:
         program = f"{AWK_SETTING}; if (k == key) print s, v }}"
     sort = " | LC_ALL=C sort" if mode == "sorted" else ""
     solution = f"awk -v key={q(key)} '{program}' {q(config.path)}{sort} > {q(out)}"
+    compare = ctx.compare(order_matters=True)
+    plain = [f"{s} {v}" for s, v in pairs if v != "-" or s in values]
+    wrong = rules(
+        (differs(grepped(key, mode), lines, compare),
+         Rule("comments", "that commented-out settings do not count",
+              f"awk -v key={q(key)} "
+              f"'{program.replace(SKIP_COMMENTS, '').replace('k == key', 'k ~ key')}' "
+              f"{q(config.path)}{sort} > {q(out)}")),
+        (differs([f"{s} {v}" for s, v in pairs_in_file] if mode == "sorted" else
+                 sorted(lines, key=str.encode), lines, compare),
+         Rule("order", "that the lines are " + ("sorted by section" if mode == "sorted" else
+                                                "in the order of the file"),
+              f"awk -v key={q(key)} '{program}' {q(config.path)}"
+              f"{'' if sort else ' | LC_ALL=C sort'} > {q(out)}")),
+        (mode == "dash" and differs(plain, lines, compare),
+         Rule("missing", "that a section without the key gets a `SECTION -` line",
+              f"awk -v key={q(key)} '{AWK_SETTING}; if (k == key) print s, v }}' "
+              f"{q(config.path)} > {q(out)}")))
     alternative = ctx.python([config.path, out, key, mode], r'''
 out, key, mode = sys.argv[2:]
 names = config.sections()
@@ -256,9 +364,8 @@ with open(out, "w", encoding="utf-8") as handle:
         # python's configparser
         alternative=alternative,
         checks=[FileText(f"{out} lists {key} per section", path=out,
-                         expected=lines_text(lines),
-                         compare=ctx.compare(order_matters=True))],
-        tools=("awk",) + (("sort",) if sort else ()), notes=(COMMENTS,))
+                         expected=lines_text(lines), compare=compare)],
+        tools=("awk",) + (("sort",) if sort else ()), notes=(COMMENTS,), rules=wrong)
 
 
 @primitive("config.to_env")
@@ -269,11 +376,15 @@ def to_env(ctx: StepContext, source) -> StepResult:
     prefix = ctx.rng.choice(["", "", f"{ctx.domain.name.upper()}_", "APP_"])
     exported = ctx.rng.random() < 0.4
 
-    def name(section: str, key: str) -> str:
-        return re.sub(r"[^A-Z0-9]", "_", f"{prefix}{section}_{key}".upper())
+    def name(section: str, key: str, *, clean: bool = True) -> str:
+        raw = f"{prefix}{section}_{key}".upper()
+        return re.sub(r"[^A-Z0-9]", "_", raw) if clean else raw
 
-    lines = tuple(f'export {name(s, k)}="{v}"' if exported else f"{name(s, k)}={v}"
-                  for _, s, k, v in found)
+    def env(settings, *, clean: bool = True) -> tuple[str, ...]:
+        return tuple(f'export {name(s, k, clean=clean)}="{v}"' if exported else
+                     f"{name(s, k, clean=clean)}={v}" for s, k, v in settings)
+
+    lines = env((s, k, v) for _, s, k, v in found)
     out = ctx.output_path(config.path.rsplit("/", 1)[-1].rsplit(".", 1)[0], "env")
     naming = (f"`{prefix}SECTION_KEY`" if prefix else "`SECTION_KEY`") + (
         " in upper case, every character that is not a letter or digit replaced by `_`")
@@ -291,6 +402,14 @@ def to_env(ctx: StepContext, source) -> StepResult:
     program = (f"{AWK_SETTING}; n = toupper(p s \"_\" k); gsub(/[^A-Z0-9]/, \"_\", n); "
                f"print {value} }}")
     solution = f"awk -v p={q(prefix)} '{program}' {q(config.path)} > {q(out)}"
+    compare = ctx.compare(order_matters=True)
+    wrong = rules(
+        (differs(env(awk_settings(config.lines, comments=True)), lines, compare),
+         Rule("comments", "that commented-out settings are not exported",
+              solution.replace(SKIP_COMMENTS, ""))),
+        (differs(env(awk_settings(config.lines), clean=False), lines, compare),
+         Rule("names", "that characters other than letters and digits in a name become `_`",
+              solution.replace('gsub(/[^A-Z0-9]/, "_", n); ', ""))))
     alternative = ctx.python([config.path, out, prefix, "quoted" if exported else "plain"],
                              r'''
 out, prefix, shape = sys.argv[2:]
@@ -310,6 +429,5 @@ with open(out, "w", encoding="utf-8") as handle:
         # python's configparser
         alternative=alternative,
         checks=[FileText(f"{out} holds every setting", path=out,
-                         expected=lines_text(lines),
-                         compare=ctx.compare(order_matters=True))],
-        tools=("awk",), notes=(COMMENTS,))
+                         expected=lines_text(lines), compare=compare)],
+        tools=("awk",), notes=(COMMENTS,), rules=wrong)

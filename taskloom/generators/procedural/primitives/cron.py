@@ -3,10 +3,15 @@
 cron's daemon does not run in the sandbox: installing the entry with `crontab` is what
 counts. A schedule has many spellings (`*/15` or `0,15,30,45`, `1` or `mon`, `@daily`),
 so the check expands each field to the set of times it matches instead of comparing text.
+
+The stated rules (`Rule`): existing entries kept, the user whose crontab it is, minute 0
+of an "on the hour" schedule; for an audit, commented-out entries are no entries and an
+hour field's ranges, lists and steps count.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -14,11 +19,13 @@ from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import CronJob, Report, Script, TextFile
 from taskloom.generators.procedural.checks import Assertion, FileText
 from taskloom.generators.procedural.primitives.base import (
+    Rule,
     StepContext,
     StepResult,
     primitive,
     source,
 )
+from taskloom.generators.procedural.primitives.text import differs
 from taskloom.generators.procedural.sources.common import data_dir, noisy, spaced
 from taskloom.generators.procedural.world import lines_text, q
 
@@ -191,7 +198,7 @@ def schedule_script(ctx: StepContext, source) -> StepResult:
         ctx.world.add_user(user)
         users = [user, "root"]
     user = ctx.rng.choice(users)
-    if ctx.step == 1 and ctx.rng.random() < 0.7:
+    if ctx.step == 1 and ctx.rng.random() < 0.85:
         kept = [f"MAILTO={ctx.domain.name}-alerts@example.com",
                 f"# {ctx.domain.org}: existing jobs, keep them",
                 f"{ctx.rng.randint(0, 59)} {ctx.rng.randint(0, 23)} * * * /usr/bin/find /tmp "
@@ -216,6 +223,19 @@ def schedule_script(ctx: StepContext, source) -> StepResult:
     line = f"{schedule} {text}"
     solution = (f"{{ crontab -l -u {q(user)} 2>/dev/null || true; printf '%s\\n' {q(line)}; }} "
                 f"| crontab -u {q(user)} -")
+    wrong = []
+    if kept:
+        wrong.append(Rule("keep", "that the entries already in the crontab are kept",
+                          f"printf '%s\\n' {q(line)} | crontab -u {q(user)} -"))
+    if user != "root":
+        wrong.append(Rule("user", f"that the entry goes in the crontab of `{user}`",
+                          f"{{ crontab -l 2>/dev/null || true; printf '%s\\n' {q(line)}; }} "
+                          "| crontab -"))
+    minute, hour, *_ = schedule.split()
+    if minute == "0" and hour.startswith("*/"):
+        every_minute = f"* {schedule.split(' ', 1)[1]} {text}"
+        wrong.append(Rule("on-the-hour", "that the job runs only at minute 0 of those hours",
+                          solution.replace(q(line), q(every_minute))))
     # the table copied to a file, the entry (the schedule spelled another way) appended by
     # python, the file installed with `crontab -u USER FILE`
     alternative = (f"table=$(mktemp)\ncrontab -l -u {q(user)} > \"$table\" 2>/dev/null || true\n"
@@ -230,7 +250,7 @@ def schedule_script(ctx: StepContext, source) -> StepResult:
         checks=[CrontabEntry(f"{user}'s crontab runs the script {words}", user=user,
                              command=command, schedule=schedule, kept=tuple(kept),
                              kept_entries=kept_entries)],
-        tools=("crontab",), side_effect=True)
+        tools=("crontab",), side_effect=True, rules=tuple(wrong))
 
 
 @dataclass(frozen=True)
@@ -252,6 +272,30 @@ class CrontabFile(TextFile):
 
     entries: tuple[CronLine, ...] = ()
     kind: ClassVar[str] = "crontab_file"
+
+
+def _awk_number(text: str) -> int:
+    """The value awk gives a string in arithmetic: its leading integer, else 0."""
+    match = re.match(r"[ \t]*([-+]?[0-9]+)", text)
+    return int(match.group(1)) if match else 0
+
+
+def _awk_hit(field: str, hour: int) -> bool:
+    """AWK_HOUR's `hit(field, hour)` on any string, as awk computes it."""
+    for part in field.split(","):
+        step = 1
+        if part.count("/") == 1:
+            part, number = part.split("/")
+            step = _awk_number(number)
+        if part == "*":
+            low, high = 0, 23
+        elif part.count("-") == 1:
+            low, high = (_awk_number(x) for x in part.split("-"))
+        else:
+            low = high = _awk_number(part)
+        if step and low <= hour <= high and (hour - low) % step == 0:
+            return True
+    return False
 
 
 def _hour_matches(field: str, hour: int) -> bool:
@@ -289,6 +333,7 @@ def crontab_file(ctx: StepContext) -> CrontabFile:
                     for _ in range(ctx.count((2, 3), (4, 6), (8, 14)))})
     lines: list[str] = []
     entries: list[CronLine] = []
+    disabled_at = ctx.rng.choice(hosts)  # one commented-out entry even at noise level 1
     for host in hosts:
         lines.append(f"# host {host}")
         if ctx.rng.random() < 0.5:
@@ -302,11 +347,14 @@ def crontab_file(ctx: StepContext) -> CrontabFile:
                              ctx.rng.choice(COMMANDS).format(svc=ctx.rng.choice(domain.services)))
             lines.append(entry.line())
             entries.append(entry)
-        for _ in range(noisy(ctx) // 2):  # disabled entries and boot jobs are no hour's jobs
+        for number in range(max(noisy(ctx) // 2, host == disabled_at)):
+            # disabled entries and boot jobs are no hour's jobs
             disabled = CronLine((ctx.rng.choice(MINUTES), ctx.rng.choice(HOURS), "*", "*", "*"),
                                 "root", ctx.rng.choice(COMMANDS).format(svc=host.split("-")[0]))
-            lines.append(ctx.rng.choice((f"#{disabled.line()}", f"# {disabled.line()}",
-                                         f"@reboot root /usr/local/bin/{host}-init")))
+            forms = [f"#{disabled.line()}", f"# {disabled.line()}"]
+            if number or host != disabled_at:
+                forms.append(f"@reboot root /usr/local/bin/{host}-init")
+            lines.append(ctx.rng.choice(forms))
         lines.append("")
     path = f"{data_dir(ctx, 'inventory')}/{spaced(ctx, 'crontabs.txt')}"
     ctx.world.add(path, lines_text(lines))
@@ -378,10 +426,28 @@ def audit_jobs(ctx: StepContext, source) -> StepResult:
              len(crontab.entries)]
     if not hours:
         raise NotApplicable("every hour has the same jobs")
-    hour = ctx.rng.choice(hours)
-    matching = [e for e in crontab.entries if _hour_matches(e.fields[1], hour)]
     full = ctx.rng.random() < 0.5
-    lines = tuple(e.line() if full else f"{e.user} {e.command}" for e in matching)
+    compare = ctx.compare(order_matters=True)
+
+    def shape(line: str) -> str:
+        return line if full else re.sub(r"^([^ ]+ +){5}", "", line, count=1)
+
+    def audit(hour: int) -> tuple[str, ...]:
+        return tuple(shape(e.line()) for e in crontab.entries if _hour_matches(e.fields[1], hour))
+
+    def unguarded(hour: int) -> list[str]:
+        """An awk without the `/^[0-9*]/` guard: commented-out entries count too."""
+        return [shape(line) for line in crontab.lines
+                if len(line.split()) >= 7 and _awk_hit(line.split()[1], hour)]
+
+    def literal(hour: int) -> list[str]:
+        """An hour field taken as `*` or one number: ranges, lists and steps never match."""
+        return [shape(e.line()) for e in crontab.entries if e.fields[1] in ("*", str(hour))]
+
+    # an hour for which a disabled entry would count, where that rule shows
+    telling = [h for h in hours if differs(unguarded(h), audit(h), compare)]
+    hour = ctx.rng.choice(telling or hours)
+    lines = audit(hour)
     out = ctx.output_path(f"jobs-{hour:02d}h", "txt")
     layout = ("each matching entry line exactly as it appears in the file" if full else
               "`USER COMMAND` for each matching entry (the user field, one space, then the "
@@ -404,6 +470,14 @@ def audit_jobs(ctx: StepContext, source) -> StepResult:
                + ("{ print }" if full else
                   '{ line = $0; sub(/^([^ ]+ +){5}/, "", line); print line }'))
     solution = f"awk -v h={hour} '{program}' {q(crontab.path)} > {q(out)}"
+    wrong = tuple(rule for seen, rule in (
+        (differs(unguarded(hour), lines, compare),
+         Rule("disabled", "that commented-out entries are not entries",
+              solution.replace("/^[0-9*]/ && NF", "NF", 1))),
+        (differs(literal(hour), lines, compare),
+         Rule("expand", "that ranges, lists and steps in the hour field count",
+              solution.replace(f"{AWK_HOUR}\n", "", 1).replace(
+                  "hit($2, h)", '($2 == h || $2 == "*")', 1)))) if seen)
     # python: the lines parsed and the hour field expanded in python; the final newline
     # only where the instruction states it (strictness 3)
     alternative = ctx.python([crontab.path, out, hour, "line" if full else "user"], PY_AUDIT)
@@ -412,6 +486,5 @@ def audit_jobs(ctx: StepContext, source) -> StepResult:
                       f"during hour {hour:02d}", lines=lines),
         instruction=sentence, solution=solution, alternative=alternative,
         checks=[FileText(f"{out} lists the jobs of hour {hour}", path=out,
-                         expected=lines_text(lines),
-                         compare=ctx.compare(order_matters=True))],
-        tools=("awk",), notes=(definition,))
+                         expected=lines_text(lines), compare=compare)],
+        tools=("awk",), notes=(definition,), rules=wrong)

@@ -20,6 +20,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
+from decimal import Decimal
+from functools import cmp_to_key
 
 from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import CsvTable, JsonDoc, Report
@@ -36,7 +39,12 @@ from taskloom.generators.procedural.primitives._tables import (
     pick_condition,
     sort_options,
 )
-from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
+from taskloom.generators.procedural.primitives.base import (
+    Rule,
+    StepContext,
+    StepResult,
+    primitive,
+)
 from taskloom.generators.procedural.world import lines_text, q
 
 
@@ -50,6 +58,36 @@ def _csv(table: CsvTable, out: str, phrase: str, header, rows) -> CsvTable:
     numeric = tuple(name for name in table.numeric if name in header)
     return CsvTable(path=out, phrase=phrase, header=tuple(header), rows=tuple(rows),
                     numeric=numeric)
+
+
+SORT_NUMBER = re.compile(r"\s*(-?)([0-9]*)(?:\.([0-9]*))?")
+
+
+def _sort_number(text: str) -> Decimal:
+    """The number `sort -n` reads at the start of a field (0 where none is)."""
+    sign, whole, part = SORT_NUMBER.match(text).groups()
+    if not whole and not part:
+        return Decimal(0)
+    return Decimal(f"{sign}{whole or 0}.{part or 0}")
+
+
+def gnu_sort(rows, keys: tuple[tuple[int, bool, bool], ...], *, stable: bool = False) -> list:
+    """What `LC_ALL=C sort [-s] -t, -kI,I[n][r] ...` prints, as rows (to foresee mutants).
+
+    `keys` are (field index, numeric, reversed); without `stable` (`-s`) rows equal on
+    every key are ordered by the whole line in byte order, as GNU sort's last resort.
+    """
+    def compare(a, b) -> int:
+        for index, numeric, reverse in keys:
+            x, y = ((_sort_number(a[index]), _sort_number(b[index])) if numeric
+                    else (a[index].encode(), b[index].encode()))
+            if x != y:
+                return (1 if x > y else -1) * (-1 if reverse else 1)
+        if stable:
+            return 0
+        x, y = ",".join(a).encode(), ",".join(b).encode()
+        return (x > y) - (x < y)
+    return sorted(rows, key=cmp_to_key(compare))
 
 
 @primitive("csv.filter_rows")
@@ -71,8 +109,16 @@ def filter_rows(ctx: StepContext, source) -> StepResult:
     phrase = derive(table.phrase, f"the rows of {table.phrase} whose {condition.words()}",
                     f"{table.phrase}, keeping only the rows whose {condition.words()}")
     output = _csv(table, out, phrase, table.header, rows)
+    rules = [Rule("condition", f"that only the rows whose {condition.words()} are kept",
+                  f"cat {q(table.path)} > {q(out)}")]
+    if condition.on_bound(row[index] for row in table.rows):
+        rules.append(Rule(
+            "strict-bound", f"that a row whose `{condition.column}` is exactly "
+            f"{condition.value} is not kept",
+            f"awk -F, 'NR == 1 || {condition.inclusive().awk(index)}' {q(table.path)} "
+            f"> {q(out)}"))
     return StepResult(
-        output=output, instruction=sentence,
+        output=output, instruction=sentence, rules=tuple(rules),
         solution=f"awk -F, 'NR == 1 || {condition.awk(index)}' {q(table.path)} > {q(out)}",
         alternative=ctx.python([table.path, out], f"""
 header, rows = read_csv(sys.argv[1])
@@ -113,6 +159,10 @@ def select_columns(ctx: StepContext, source) -> StepResult:
     return StepResult(
         output=output, instruction=sentence,
         solution=f"cut -d, -f{fields} {q(table.path)} > {q(out)}",
+        rules=(Rule("columns", f"that only the columns {listed} are kept",
+                    f"cat {q(table.path)} > {q(out)}"),
+               Rule("header", "that the header row is included",
+                    f"tail -n +2 {q(table.path)} | cut -d, -f{fields} > {q(out)}")),
         alternative=ctx.python([table.path, out], f"""
 header, rows = read_csv(sys.argv[1])
 wanted = [header.index(name) for name in {list(header)!r}]
@@ -123,6 +173,11 @@ write_csv(sys.argv[2], [[row[i] for i in wanted] for row in [header, *rows]])
                          expected=output.text(), compare=ctx.compare(order_matters=True),
                          form="csv")],
         tools=("cut",))
+
+
+def _awk_number(value: float) -> str:
+    """How awk's `print` writes a number: whole ones as integers, others with %.6g."""
+    return str(int(value)) if value == int(value) else f"{value:.6g}"
 
 
 @primitive("csv.group_sum")
@@ -167,6 +222,24 @@ def group_sum(ctx: StepContext, source) -> StepResult:
     solution = (f"{{ echo {q(group.name + ',' + total)}; awk -F, 'NR > 1 {{s[${g}] += ${v}}} "
                 f"END {{for (k in s) printf \"%s,{fmt}\\n\", k, s[k]}}' {q(table.path)} | "
                 f"LC_ALL=C sort -t, -k1,1; }} > {q(out)}")
+    rules = []
+    appearance = tuple(dict.fromkeys(group.values))
+    if appearance != tuple(key for key, _ in rows):  # no sort: groups as first seen
+        rules.append(Rule(
+            "byte-order", f"that the groups are sorted by `{group.name}` in byte order",
+            f"{{ echo {q(group.name + ',' + total)}; awk -F, 'NR > 1 {{if (!(${g} in s)) "
+            f"o[++n] = ${g}; s[${g}] += ${v}}} END {{for (i = 1; i <= n; i++) "
+            f"printf \"%s,{fmt}\\n\", o[i], s[o[i]]}}' {q(table.path)}; }} > {q(out)}"))
+    if value.kind == "decimal":  # awk's own number format (%.6g) instead of two decimals
+        floats: dict[str, float] = {}
+        for key, amount in zip(group.values, value.values, strict=True):
+            floats[key] = floats.get(key, 0.0) + float(amount)
+        if any(_awk_number(floats[key]) != text for key, text in rows):
+            rules.append(Rule(
+                "two-decimals", "that every total is written with exactly two decimals",
+                f"{{ echo {q(group.name + ',' + total)}; awk -F, 'NR > 1 {{s[${g}] += ${v}}} "
+                f"END {{for (k in s) print k \",\" s[k]}}' {q(table.path)} | "
+                f"LC_ALL=C sort -t, -k1,1; }} > {q(out)}"))
     written = "f'{total:.2f}'" if value.kind == "decimal" else "str(int(total))"
     alternative = ctx.python([table.path, out], f"""
 header, rows = read_csv(sys.argv[1])
@@ -182,7 +255,7 @@ write_csv(sys.argv[2], lines)
 """, prelude=PY_TABLES)
     return StepResult(
         output=output, instruction=sentence, solution=solution, alternative=alternative,
-        notes=csv_notes(ctx),
+        notes=csv_notes(ctx), rules=tuple(rules),
         checks=[FileText(f"`{out}` holds the totals per {group.name}", path=out,
                          expected=output.text(), compare=ctx.compare(order_matters=True),
                          form="csv")],
@@ -228,8 +301,33 @@ def sort_rows(ctx: StepContext, source) -> StepResult:
                     f"({brief})", f"{table.phrase}, sorted by `{field.name}` ({brief})")
     output = _csv(table, out, phrase, table.header, rows)
     key = f"-k{index + 1},{index + 1}{flags}"
+    rules = []
+
+    def wrong(name: str, stated: str, key_flags: str, sorted_rows, *, stable: str = "-s ",
+              header: bool = True) -> None:
+        """A rule whose mutant sorts with other `sort` options, if that gives other rows.
+
+        `header`: the mutant keeps the header first (else it sorts the whole file).
+        """
+        if list(sorted_rows) != (list(rows) if header else [table.header, *rows]):
+            body = f"LC_ALL=C sort {stable}-t, -k{index + 1},{index + 1}{key_flags}"
+            rules.append(Rule(name, stated, (
+                f"{{ head -n 1 {q(table.path)}; tail -n +2 {q(table.path)} | {body}; }} "
+                if header else f"{body} {q(table.path)} ") + f"> {q(out)}"))
+
+    this = (index, field.numeric, descending)
+    if field.numeric:
+        wrong("direction", f"that the rows go {brief}", "n" if descending else "nr",
+              gnu_sort(table.rows, ((index, True, not descending),), stable=True))
+        wrong("numeric", f"that `{field.name}` is compared as a number, not as text",
+              "r" if descending else "", gnu_sort(table.rows, ((index, False, descending),),
+                                                  stable=True))
+    wrong("stable", f"that rows with equal `{field.name}` keep their original order", flags,
+          gnu_sort(table.rows, (this,)), stable="")
+    wrong("header", "that the header row stays first", flags,
+          gnu_sort((table.header, *table.rows), (this,), stable=True), header=False)
     return StepResult(
-        output=output, instruction=sentence,
+        output=output, instruction=sentence, rules=tuple(rules),
         solution=(f"{{ head -n 1 {q(table.path)}; tail -n +2 {q(table.path)} | "
                   f"LC_ALL=C sort -s -t, {key}; }} > {q(out)}"),
         alternative=ctx.python([table.path, out], f"""
@@ -286,6 +384,14 @@ distinct = dict.fromkeys(tuple(row) for row in rows)
 write_csv(sys.argv[2], [header, *distinct])
 """, prelude=PY_TABLES)
         label = f"`{out}` holds each distinct row once"
+        ordered = sorted(set(table.rows), key=lambda row: ",".join(row).encode())
+        rules = [Rule("dedupe", "that each repeated row is written only once",
+                      f"cat {q(table.path)} > {q(out)}")]
+        if ordered != list(rows):
+            rules.append(Rule(
+                "order", "that the rows keep the order of their first occurrence",
+                f"{{ head -n 1 {q(table.path)}; tail -n +2 {q(table.path)} | "
+                f"LC_ALL=C sort -u; }} > {q(out)}"))
     else:
         keys = [f for f in csv_fields(table) if f.categorical() and f.name not in f.values]
         if not keys:
@@ -319,10 +425,18 @@ for row in rows:
 write_csv(sys.argv[2], [header, *first.values()])
 """, prelude=PY_TABLES)
         label = f"`{out}` holds the first row per {key.name}"
+        ordered = sorted(rows, key=lambda row: row[index].encode())
+        rules = [Rule("dedupe", f"that only the first row of each `{key.name}` is kept",
+                      f"cat {q(table.path)} > {q(out)}")]
+        if ordered != list(rows):
+            rules.append(Rule(
+                "order", "that the rows keep their original order",
+                f"{{ head -n 1 {q(table.path)}; tail -n +2 {q(table.path)} | "
+                f"LC_ALL=C sort -s -u -t, -k{index + 1},{index + 1}; }} > {q(out)}"))
     output = _csv(table, out, phrase, table.header, rows)
     return StepResult(
         output=output, instruction=sentence, solution=solution, alternative=alternative,
-        notes=csv_notes(ctx),
+        notes=csv_notes(ctx), rules=tuple(rules),
         checks=[FileText(label, path=out, expected=output.text(),
                          compare=ctx.compare(order_matters=True), form="csv")],
         tools=("awk",))
@@ -358,7 +472,25 @@ def top_n(ctx: StepContext, source) -> StepResult:
         f"write the first {count} of them to `{out}`, {shape}.",
     ]) + ctx.hint("tail -n +2 | sort -t, -k...nr | head")
     keys = f"-k{index + 1},{index + 1}nr" + (" -k1,1" if index else "")
+    tiebreak = ((0, False, False),) if index else ()
+    rules = []
+    for name, stated, options, ranking in (
+            ("largest", f"that the rows with the largest `{field.name}` are taken, largest "
+             "first", f"-k{index + 1},{index + 1}n" + (" -k1,1" if index else ""),
+             gnu_sort(table.rows, ((index, True, False), *tiebreak))),
+            ("numeric", f"that `{field.name}` is compared as a number, not as text",
+             f"-k{index + 1},{index + 1}r" + (" -k1,1" if index else ""),
+             gnu_sort(table.rows, ((index, False, True), *tiebreak))),
+            ("ties", f"that ties are ordered {tie.removeprefix('ties ordered ')}",
+             f"-s -k{index + 1},{index + 1}nr",
+             gnu_sort(table.rows, ((index, True, True),), stable=True))):
+        if tuple(",".join(row) for row in ranking[:count]) != lines:
+            rules.append(Rule(name, stated, f"tail -n +2 {q(table.path)} | LC_ALL=C sort -t, "
+                                            f"{options} | head -n {count} > {q(out)}"))
+    rules.append(Rule("top-n", f"that only the first {count} rows are written",
+                      f"tail -n +2 {q(table.path)} | LC_ALL=C sort -t, {keys} > {q(out)}"))
     return StepResult(
+        rules=tuple(rules),
         output=Report(path=out, phrase=f"the {count} rows with the largest `{field.name}` "
                       f"of {table.phrase} (values joined by commas, no header, largest first, "
                       f"{tie})", lines=lines),
@@ -434,6 +566,10 @@ def to_json(ctx: StepContext, source) -> StepResult:
                        records=tuple(records)),
         instruction=sentence,
         solution=TO_JSON.format(src=q(table.path), out=q(out), ints=ints, floats=floats),
+        rules=(Rule("numbers", f"that {names(numeric)} "
+                    f"{'is a JSON number' if len(numeric) == 1 else 'are JSON numbers'}",
+                    TO_JSON.format(src=q(table.path), out=q(out), ints=(), floats=())),)
+        if numeric else (),
         alternative=(f"jq -c -n -R --argjson numbers {q(json.dumps(list(numeric)))} "
                      f"{q(FROM_CSV)} {q(table.path)} > {q(out)}"),
         checks=[JsonValue(f"`{out}` holds the rows as JSON objects", path=out,

@@ -16,6 +16,7 @@ rules and the cutoff and time helpers below; what other families use is in `_tre
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections import defaultdict
 from datetime import UTC, datetime
 
@@ -34,10 +35,17 @@ from taskloom.generators.procedural.primitives._trees import (
     moved_checks,
     mtime_check,
     name_tests,
+    report_rules,
     sha256,
+    top_level,
     tree_input,
 )
-from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
+from taskloom.generators.procedural.primitives.base import (
+    Rule,
+    StepContext,
+    StepResult,
+    primitive,
+)
 from taskloom.generators.procedural.sources.trees import normalized_name
 from taskloom.generators.procedural.world import DAY, lines_text, q
 
@@ -60,13 +68,25 @@ def absolute_allowed(ctx: StepContext) -> bool:
 
 
 def midnight_cutoff(ctx: StepContext, tree: FileTree) -> int:
-    """A UTC midnight with files modified both before and after it (none exactly at it)."""
+    """A UTC midnight with files modified both before and after it (none exactly at it).
+
+    One with a file modified later that same day when there is one: the cutoff is then a
+    moment, not a day ("before" that day's end would take that file too).
+    """
     mtimes = [f.mtime for f in tree.files if f.mtime is not None]
-    older = {c: sum(m < c for m in mtimes) for c in sorted({m - m % DAY + DAY for m in mtimes})}
+    midnights = {m - m % DAY + shift for m in mtimes for shift in (0, DAY)}
+    older = {c: sum(m < c for m in mtimes) for c in sorted(midnights)}
     usable = [c for c, n in older.items() if 0 < n <= 0.7 * len(mtimes) and c not in mtimes]
     if not usable:
         raise NotApplicable("no date separates old files from new ones")
-    return ctx.rng.choice(usable)
+    same_day = [c for c in usable if any(c < m <= c + DAY for m in mtimes)]
+    return ctx.rng.choice(same_day or usable)
+
+
+def cutoff_day_rule(cutoff: int) -> str:
+    """What a day-late cutoff ignores."""
+    return (f"that the cutoff is the moment {stamp(cutoff)} (a file modified later on "
+            f"{utc_day(cutoff)} is not older)")
 
 
 @primitive("files.find_large")
@@ -78,13 +98,26 @@ def find_large(ctx: StepContext, source) -> StepResult:
              if 0 < sum(size > kib * 1024 for size in sizes) <= max(1, len(sizes) // 2)]
     if not steps:
         raise NotApplicable("no size threshold separates large files from the rest")
-    kib = ctx.rng.choice(steps)
+    # A file of exactly the threshold's size makes "larger than" differ from "at least".
+    on_bound = [kib for kib in steps if kib * 1024 in sizes]
+    kib = ctx.rng.choice(on_bound or steps)
     limit = kib * 1024
-    large = sorted((f for f in tree.files if len(f.content) > limit),
-                   key=lambda f: (-len(f.content), f.relpath))
     absolute = absolute_allowed(ctx) and ctx.rng.random() < 0.3
     shown = (lambda f: f"{tree.path}/{f.relpath}") if absolute else (lambda f: f.relpath)
-    lines = tuple(f"{len(f.content)} {shown(f)}" for f in large)
+
+    def report(files, order: str = "reference") -> list[str]:
+        """`SIZE PATH` lines of some files; `order` as sort orders them (wrong ones too)."""
+        rows = [(len(f.content), f"{len(f.content)} {shown(f)}") for f in files]
+        if order == "ascending":  # sort -k1,1n -k2
+            rows.sort(key=lambda row: (row[0], row[1].split(" ", 1)[1]))
+        elif order == "reverse":  # sort -rn: equal sizes by the whole line, reversed
+            rows.sort(reverse=True)
+        else:
+            rows.sort(key=lambda row: (-row[0], row[1].split(" ", 1)[1]))
+        return [line for _, line in rows]
+
+    large = [f for f in tree.files if len(f.content) > limit]
+    lines = tuple(report(large))
     where = (f"PATH the absolute path (starting with `{tree.path}/`)" if absolute else
              "PATH relative to that directory, without a leading `./`")
     out = ctx.output_path("large-files", "txt")
@@ -101,14 +134,31 @@ def find_large(ctx: StepContext, source) -> StepResult:
         "PATH in ascending byte order. Search all subfolders and include hidden files.",
     ]) + ctx.hint("find -size +Nc -printf and sort")
     fmt = "%s %p\\n" if absolute else "%s %P\\n"
+    compare = ctx.compare(order_matters=True)
+
+    def listing(tests: str = f"-size +{limit}c", order: str = "-k1,1nr -k2",
+                depth: str = "") -> str:
+        return (f"find {q(tree.path)}{depth} -type f {tests} -printf '{fmt}' | "
+                f"LC_ALL=C sort {order} > {q(out)}")
+
+    wrong = [  # (name, stated, solution ignoring it, the lines it writes)
+        ("strictly-larger", f"that only files of more than {limit} bytes count (a file of "
+         "exactly that size is not larger)", listing(tests=f"-size +{limit - 1}c"),
+         report([f for f in tree.files if len(f.content) >= limit])),
+        ("largest-first", "that the largest files come first",
+         listing(order="-k1,1n -k2"), report(large, "ascending")),
+        ("tie-order", "that equal sizes are ordered by path in ascending byte order",
+         listing(order="-rn"), report(large, "reverse")),
+        ("subfolders", "that files in subfolders count too", listing(depth=" -maxdepth 1"),
+         report([f for f in large if top_level(f.relpath)])),
+    ]
     return StepResult(
         output=Report(path=out, phrase=f"the list of the files larger than {kib} KiB in "
                       f"{tree.phrase} as `SIZE PATH` lines (size in bytes, "
                       f"{'absolute path' if absolute else 'path relative to it'}), largest "
                       "first", lines=lines),
         instruction=sentence,
-        solution=(f"find {q(tree.path)} -type f -size +{limit}c -printf '{fmt}' | "
-                  f"LC_ALL=C sort -k1,1nr -k2 > {q(out)}"),
+        solution=listing(),
         alternative=ctx.python(
             [tree.path, out, str(limit), "absolute" if absolute else "relative"], r'''
 root, out, limit, shown = ARGS
@@ -120,8 +170,9 @@ for path, rel in regular(root):
 write(out, [b'%d %s' % (-size, name) for size, name in sorted(rows)])
 ''', prelude=PY_TREE),
         checks=[FileText(f"`{out}` lists the files larger than {kib} KiB", path=out,
-                         expected=lines_text(lines), compare=ctx.compare(order_matters=True))],
-        tools=("find", "sort"))
+                         expected=lines_text(lines), compare=compare)],
+        tools=("find", "sort"),
+        rules=report_rules(compare, lines, wrong))
 
 
 @primitive("files.find_old")
@@ -129,31 +180,53 @@ def find_old(ctx: StepContext, source) -> StepResult:
     """List the files not modified since a date."""
     tree = tree_input(source, mtimes=True)
     cutoff = midnight_cutoff(ctx, tree)
-    old = [f for f in tree.files if f.mtime < cutoff]
     layout = ctx.rng.choice(("paths", "dated", "oldest"))
+
+    def report(files, by_path: bool = False) -> list[str]:
+        """The lines for some files (`by_path`: oldest-first ones sorted by path instead)."""
+        if layout == "dated":
+            return sorted(f"{utc_day(f.mtime)} {f.relpath}" for f in files)
+        if layout == "oldest" and not by_path:
+            return [f.relpath for f in sorted(files, key=lambda f: (f.mtime, f.relpath))]
+        return sorted(f.relpath for f in files)
+
+    out = ctx.output_path("stale-files", "txt")
+
+    def listing(cut: int = cutoff, depth: str = "", by_path: bool = False) -> str:
+        tests = f"{q(tree.path)}{depth} -type f ! -newermt @{cut}"
+        if layout == "dated":
+            return (f"TZ=UTC find {tests} -printf '%TY-%Tm-%Td %P\\n' | LC_ALL=C sort "
+                    f"> {q(out)}")
+        if layout == "oldest" and not by_path:
+            return (f"find {tests} -printf '%T@ %P\\n' | LC_ALL=C sort -k1,1n -k2 | "
+                    f"cut -d' ' -f2- > {q(out)}")
+        return f"find {tests} -printf '%P\\n' | LC_ALL=C sort > {q(out)}"
+
+    old = [f for f in tree.files if f.mtime < cutoff]
+    lines = tuple(report(old))
     if layout == "dated":
-        lines = tuple(sorted(f"{utc_day(f.mtime)} {f.relpath}" for f in old))
         fmt = ("one `YYYY-MM-DD PATH` line per file (the UTC date of its last modification, "
                "a space, its path relative to that directory without a leading `./`), "
                "sorted in byte order (so by date, then path)")
-        listing = (f"TZ=UTC find {q(tree.path)} -type f ! -newermt @{cutoff} "
-                   f"-printf '%TY-%Tm-%Td %P\\n' | LC_ALL=C sort")
         shape = "as `YYYY-MM-DD PATH` lines (date of last change, relative path), sorted"
     elif layout == "oldest":
-        lines = tuple(f.relpath for f in sorted(old, key=lambda f: (f.mtime, f.relpath)))
         fmt = ("one path per line, relative to that directory (no leading `./`), the least "
                "recently modified file first (equal times ordered by path in byte order)")
-        listing = (f"find {q(tree.path)} -type f ! -newermt @{cutoff} -printf '%T@ %P\\n' | "
-                   "LC_ALL=C sort -k1,1n -k2 | cut -d' ' -f2-")
         shape = "one relative path per line, oldest first"
     else:
-        lines = tuple(sorted(f.relpath for f in old))
         fmt = ("one path per line, relative to that directory (no leading `./`), sorted in "
                "byte order")
-        listing = (f"find {q(tree.path)} -type f ! -newermt @{cutoff} -printf '%P\\n' | "
-                   "LC_ALL=C sort")
         shape = "one relative path per line, sorted"
-    out = ctx.output_path("stale-files", "txt")
+    compare = ctx.compare(order_matters=layout == "oldest")
+    wrong = [  # (name, stated, solution ignoring it, the lines it writes)
+        ("cutoff-day", cutoff_day_rule(cutoff), listing(cut=cutoff + DAY),
+         report([f for f in tree.files if f.mtime <= cutoff + DAY])),
+        ("subfolders", "that files in subfolders count too", listing(depth=" -maxdepth 1"),
+         report([f for f in old if top_level(f.relpath)])),
+    ]
+    if layout == "oldest":
+        wrong.append(("oldest-first", "that the least recently modified file comes first",
+                      listing(by_path=True), report(old, by_path=True)))
     sentence = ctx.phrase([
         f"List the files below {tree.phrase} (all subfolders, hidden files included) that "
         f"were last modified before {stamp(cutoff)} in `{out}`: {fmt}.",
@@ -166,7 +239,7 @@ def find_old(ctx: StepContext, source) -> StepResult:
         output=Report(path=out, phrase=f"the list of the files of {tree.phrase} last modified "
                       f"before {stamp(cutoff)} ({shape})", lines=lines),
         instruction=sentence,
-        solution=f"{listing} > {q(out)}",
+        solution=listing(),
         alternative=ctx.python([tree.path, out, stamp(cutoff), layout], r'''
 root, out, cutoff, layout = ARGS
 old = []
@@ -183,9 +256,9 @@ else:
 write(out, lines)
 ''', prelude=PY_TREE),
         checks=[FileText(f"`{out}` lists the files older than the cutoff", path=out,
-                         expected=lines_text(lines),
-                         compare=ctx.compare(order_matters=layout == "oldest"))],
-        tools=("find", "sort", "cut") if layout == "oldest" else ("find", "sort"))
+                         expected=lines_text(lines), compare=compare)],
+        tools=("find", "sort", "cut") if layout == "oldest" else ("find", "sort"),
+rules=report_rules(compare, lines, wrong))
 
 
 @primitive("files.find_by_extension")
@@ -193,10 +266,19 @@ def find_by_extension(ctx: StepContext, source) -> StepResult:
     """List every file with given extensions, recursively."""
     tree = tree_input(source)
     extensions = extension_choice(ctx, tree, 2)
+    # Prefer an extension some other name contains without ending in it (`a.pdf.bak`).
+    decoys = sorted(ext for ext in {extension(f.relpath) for f in tree.files} - {""}
+                    if any(f".{ext}." in basename(f.relpath) for f in tree.files) and
+                    not all(ends_with(f.relpath, [ext]) for f in tree.files))
+    if decoys and not set(decoys) & set(extensions):
+        extensions = sorted({ctx.rng.choice(decoys), *extensions[1:]})
+        if all(ends_with(f.relpath, extensions) for f in tree.files):
+            extensions = extensions[:1]
     found = [f for f in tree.files if ends_with(f.relpath, extensions)]
     absolute = absolute_allowed(ctx) and ctx.rng.random() < 0.3
-    lines = tuple(sorted(f"{tree.path}/{f.relpath}" if absolute else f.relpath
-                         for f in found))
+    shown = (lambda f: f"{tree.path}/{f.relpath}") if absolute else (lambda f: f.relpath)
+    lines = tuple(sorted(shown(f) for f in found))
+    contains = re.compile(r"\.(" + "|".join(re.escape(ext) for ext in extensions) + ")")
     where = (f"as absolute paths (starting with `{tree.path}/`)" if absolute else
              "as paths relative to that directory (no leading `./`)")
     words = ext_words(extensions)
@@ -210,6 +292,16 @@ def find_by_extension(ctx: StepContext, source) -> StepResult:
         f"{words} (case-sensitive), one path per line {where}, sorted by byte value.",
     ]) + ctx.hint("find -name '*.ext' -printf")
     fmt = "%p\\n" if absolute else "%P\\n"
+    compare = ctx.compare()
+    wrong = [  # (name, stated, solution ignoring it, the lines it writes)
+        ("extension-end", f"that the names must end in {words}",
+         f"find {q(tree.path)} -type f -printf '{fmt}' | "
+         f"grep -E {q(contains.pattern)} | LC_ALL=C sort > {q(out)}",
+         sorted(shown(f) for f in tree.files if contains.search(shown(f)))),
+        ("subfolders", "that files in subfolders count too",
+         f"find {q(tree.path)} -maxdepth 1 -type f {name_tests(extensions)} -printf '{fmt}' | "
+         f"LC_ALL=C sort > {q(out)}", sorted(shown(f) for f in found if top_level(f.relpath))),
+    ]
     return StepResult(
         output=Report(path=out, phrase=f"the sorted list of the {words} files of "
                       f"{tree.phrase}, one {'absolute' if absolute else 'relative'} path per "
@@ -225,8 +317,9 @@ write(out, sorted(path if shown == b'absolute' else rel for path, rel in regular
                   if os.path.basename(path).endswith(ends)))
 ''', prelude=PY_TREE),
         checks=[FileText(f"`{out}` lists the {words} files", path=out, expected=lines_text(lines),
-                         compare=ctx.compare())],
-        tools=("find", "sort"))
+                         compare=compare)],
+        tools=("find", "sort"),
+        rules=report_rules(compare, lines, wrong))
 
 
 @primitive("files.organize_by_extension")
@@ -279,11 +372,39 @@ def organize_by_extension(ctx: StepContext, source) -> StepResult:
         action = "cp -p"
         phrase = (f"a folder holding copies of the top-level files of {tree.phrase}, sorted "
                   "into subfolders by extension")
-    solution = (f"find {q(tree.path)} -maxdepth 1 -type f -name '*.*' ! -name '.*' -print0 |\n"
-                "  while IFS= read -r -d '' f; do\n"
-                "    name=${f##*/}; ext=${name##*.}\n"
-                f"    mkdir -p {q(root)}/\"$ext\" && {action} -- \"$f\" {q(root)}/\"$ext\"/\n"
-                "  done")
+
+    def organize(tests: str = "-maxdepth 1 -type f -name '*.*' ! -name '.*'",
+                 ext: str = "${name##*.}", verb: str = action) -> str:
+        # The files are listed before any is moved: find never sees a moved file again.
+        return (f"mapfile -d '' paths < <(find {q(tree.path)} {tests} -print0)\n"
+                "for f in \"${paths[@]}\"; do\n"
+                f"  name=${{f##*/}}; ext={ext}\n"
+                f"  mkdir -p {q(root)}/\"$ext\" && {verb} -- \"$f\" {q(root)}/\"$ext\"/\n"
+                "done")
+
+    def result(chosen, folder=extension, moving: bool = in_place) -> set[str]:
+        """The paths below `root` once the `chosen` files went to `folder(relpath)`."""
+        stay = {f.relpath for f in tree.files if not (moving and f in chosen)} \
+            if in_place else set()
+        return stay | {f"{folder(f.relpath)}/{basename(f.relpath)}" for f in chosen}
+
+    wrong = [  # (name, stated, solution ignoring it, the files it leaves below root)
+        ("top-level", "that only the files directly in the directory are sorted",
+         organize(tests="-type f -name '*.*' ! -name '.*'"),
+         result([f for f in tree.files if "." in basename(f.relpath)
+                 and not is_hidden(f.relpath)])),
+        ("hidden", "that hidden files stay where they are",
+         organize(tests="-maxdepth 1 -type f -name '*.*'"),
+         result([f for f in tree.files if top_level(f.relpath) and "." in f.relpath],
+                folder=lambda relpath: relpath.rpartition(".")[2])),
+        ("last-dot", "that the extension is the text after the last dot",
+         organize(ext="${name#*.}"),
+         result(loose, folder=lambda relpath: basename(relpath).partition(".")[2])),
+    ]
+    if in_place:
+        wrong.append(("move", "that the files are moved, not copied",
+                      organize(verb="cp -p"), result(loose, moving=False)))
+    solution = organize()
     # The copy variant does not ask for kept times or modes: plain copies are fine.
     alternative = ctx.python([tree.path, root, action], r'''
 source, root, action = ARGS
@@ -303,35 +424,56 @@ for name in sorted(os.listdir(source)):
         instruction=sentence, solution=solution, alternative=alternative,
         checks=moved_checks(f"{root} holds the files sorted by extension", root, files,
                             moved),
-        tools=("find", "mkdir", "mv" if in_place else "cp"), side_effect=in_place)
+        tools=("find", "mkdir", "mv" if in_place else "cp"), side_effect=in_place,
+        rules=tuple(Rule(name, stated, ignored) for name, stated, ignored, left in wrong
+                    if left != {f.relpath for f in files}))
 
 
-def _duplicate_groups(tree: FileTree) -> list[list[TreeFile]]:
+def _duplicate_groups(files, *, empty: bool = False, hidden: bool = False,
+                      nested: bool = True, singles: bool = False) -> list[list[TreeFile]]:
+    """The files grouped by content: non-empty, not hidden, in any folder, by default.
+
+    The keywords count what the task leaves out (`empty`, `hidden`), search only the top
+    (`nested=False`) or keep the files without a copy (`singles`), as wrong solutions do.
+    """
     by_content: dict[bytes, list[TreeFile]] = defaultdict(list)
-    for f in tree.files:
-        if f.content and not is_hidden(f.relpath):
+    for f in files:
+        if (f.content or empty) and (hidden or not is_hidden(f.relpath)) and \
+                (nested or top_level(f.relpath)):
             by_content[f.content].append(f)
     return [sorted(group, key=lambda f: f.relpath) for group in by_content.values()
-            if len(group) > 1]
+            if singles or len(group) > 1]
 
 
 @primitive("files.find_duplicates")
 def find_duplicates(ctx: StepContext, source) -> StepResult:
     """Group the files with identical content."""
     tree = tree_input(source)
-    groups = _duplicate_groups(tree)
+    groups = _duplicate_groups(tree.files)
     if not groups:
         raise NotApplicable("no two files have the same content")
     scope = ("Only non-empty files count, hidden files (names starting with a dot) are "
              "ignored, and all subfolders are searched. Paths have no leading `./`.")
     layout = ctx.rng.choice(("adjacent", "blocks", "redundant"))
-    listing = (f"(cd {q(tree.path)} && find . -type f ! -name '.*' ! -empty -printf "
-               "'%P\\0' | xargs -0 -r sha256sum) |\n  LC_ALL=C sort")
+
+    def report(groups, every: bool = False) -> list[str]:
+        """The lines of the layout (`every`: redundant copies with the first one too)."""
+        if layout == "blocks":
+            blocks = sorted([f"{sha256(f.content)}  {f.relpath}" for f in group]
+                            for group in groups)
+            return [line for number, block in enumerate(blocks)
+                    for line in ([""] if number else []) + block]
+        if layout == "adjacent":
+            return sorted(f"{sha256(f.content)}  {f.relpath}" for group in groups
+                          for f in group)
+        return sorted(f.relpath for group in groups for f in group[0 if every else 1:])
+
+    def listing(tests: str = "! -name '.*' ! -empty", depth: str = "") -> str:
+        return (f"(cd {q(tree.path)} && find .{depth} -type f {tests} -printf "
+                "'%P\\0' | xargs -0 -r sha256sum) |\n  LC_ALL=C sort")
+
+    lines = tuple(report(groups))
     if layout == "blocks":
-        blocks = sorted([f"{sha256(f.content)}  {f.relpath}"
-                         for f in group] for group in groups)
-        lines = tuple(line for number, block in enumerate(blocks)
-                      for line in ([""] if number else []) + block)
         out = ctx.output_path("duplicate-groups", "txt")
         fmt = ("one block per set of identical files: a `HASH  PATH` line per file (sha256 in "
                "hex, two spaces, the path relative to that directory), lines of a block in "
@@ -345,13 +487,14 @@ def find_duplicates(ctx: StepContext, source) -> StepResult:
             f"Write to `{out}` the groups of duplicated files of {tree.phrase} ({fmt}); files "
             f"whose content is unique are left out. {scope}",
         ]) + ctx.hint("sha256sum | sort | uniq -w64 --all-repeated=separate")
-        solution = f"{listing} | uniq -w64 --all-repeated=separate > {q(out)}"
+        tail = "uniq -w64 --all-repeated=separate"
+        wrong = [("duplicates-only", "that files without a duplicate are left out",
+                  f"{listing()} | uniq -w64 --group=separate > {q(out)}",
+                  report(_duplicate_groups(tree.files, singles=True)))]
         tool = "uniq"
         phrase = (f"the groups of duplicated files of {tree.phrase} (blocks of `HASH  PATH` "
                   "lines separated by empty lines)")
     elif layout == "adjacent":
-        lines = tuple(sorted(f"{sha256(f.content)}  {f.relpath}"
-                             for group in groups for f in group))
         out = ctx.output_path("duplicates", "txt")
         sentence = ctx.phrase([
             f"Find the files of {tree.phrase} whose content is identical to at least one "
@@ -366,12 +509,14 @@ def find_duplicates(ctx: StepContext, source) -> StepResult:
             "also occur in another file, a line `HASH  PATH` as sha256sum prints it (path "
             f"relative to that directory), all lines in C-locale sort order. {scope}",
         ]) + ctx.hint("sha256sum, sort, then uniq -w64 -D")
-        solution = f"{listing} | uniq -w64 -D > {q(out)}"
+        tail = "uniq -w64 -D"
+        wrong = [("duplicates-only", "that files without a duplicate are left out",
+                  f"{listing()} > {q(out)}",
+                  report(_duplicate_groups(tree.files, singles=True)))]
         tool = "uniq"
         phrase = (f"the `HASH  PATH` lines (sha256sum format, sorted) of the duplicated files "
                   f"of {tree.phrase}")
     else:
-        lines = tuple(sorted(f.relpath for group in groups for f in group[1:]))
         out = ctx.output_path("redundant-copies", "txt")
         sentence = ctx.phrase([
             f"Some files in {tree.phrase} are byte-for-byte copies of each other. For each "
@@ -386,11 +531,26 @@ def find_duplicates(ctx: StepContext, source) -> StepResult:
             "path of each group and list the rest, one relative path per line, sorted in "
             f"byte order. {scope}",
         ]) + ctx.hint("sha256sum | sort, then awk 'seen[$1]++'")
-        solution = (f"{listing} | awk 'seen[$1]++' | cut -c67- | "
-                    f"LC_ALL=C sort > {q(out)}")
+        tail = "awk 'seen[$1]++' | cut -c67- | LC_ALL=C sort"
+        wrong = [("keep-first", "that the first path of each set of identical files is kept "
+                  "off the list", f"{listing()} | uniq -w64 -D | cut -c67- | "
+                  f"LC_ALL=C sort > {q(out)}", report(groups, every=True))]
         tool = "awk"
         phrase = (f"the sorted list of the redundant copies among the files of {tree.phrase}, "
                   "one path relative to it per line")
+    solution = f"{listing()} | {tail} > {q(out)}"
+    visible = "! -name '.*'"
+    compare = ctx.compare(order_matters=True)
+    wrong += [
+        ("non-empty", "that empty files do not count",
+         f"{listing(tests=visible)} | {tail} > {q(out)}",
+         report(_duplicate_groups(tree.files, empty=True))),
+        ("hidden", "that hidden files are ignored", f"{listing(tests='! -empty')} | {tail} > "
+         f"{q(out)}", report(_duplicate_groups(tree.files, hidden=True))),
+        ("subfolders", "that files in subfolders count too",
+         f"{listing(depth=' -maxdepth 1')} | {tail} > {q(out)}",
+         report(_duplicate_groups(tree.files, nested=False))),
+    ]
     alternative = ctx.python([tree.path, out, layout], r'''
 root, out, layout = ARGS
 groups = {}
@@ -412,8 +572,9 @@ write(out, lines)
         output=Report(path=out, phrase=phrase, lines=lines),
         instruction=sentence, solution=solution, alternative=alternative,
         checks=[FileText(f"`{out}` lists the duplicates", path=out, expected=lines_text(lines),
-                         compare=ctx.compare(order_matters=True))],
-        tools=("find", "sha256sum", "sort", tool))
+                         compare=compare)],
+        tools=("find", "sha256sum", "sort", tool),
+        rules=report_rules(compare, lines, wrong))
 
 
 @primitive("files.rename_normalize")
@@ -459,13 +620,36 @@ def rename_normalize(ctx: StepContext, source) -> StepResult:
         ]) + ctx.hint("cp -a, then find -print0, tr and mv")
         prefix = f"cp -a {q(tree.path)} {q(root)}\n"
         phrase = f"a copy of {tree.phrase} with normalized file names"
-    solution = (prefix +
-                f"mapfile -d '' paths < <(find {q(root)} -type f -print0)\n"
+
+    def rename(copy: str = prefix, tests: str = "-type f", tr: str = "'A-Z ' 'a-z-'") -> str:
+        return (copy +
+                f"mapfile -d '' paths < <(find {q(root)} {tests} -print0)\n"
                 "for f in \"${paths[@]}\"; do\n"
                 "  base=${f##*/}\n"
-                "  new=$(printf '%s' \"$base\" | tr 'A-Z ' 'a-z-')\n"
+                f"  new=$(printf '%s' \"$base\" | tr {tr})\n"
                 "  if [ \"$new\" != \"$base\" ]; then mv -- \"$f\" \"${f%/*}/$new\"; fi\n"
                 "done")
+
+    def names(convert, folders: bool = False) -> set[str]:
+        """The file paths once each name (and each folder's, with `folders`) is converted."""
+        return {"/".join(convert(part) if folders or last == len(parts) else part
+                         for last, part in enumerate(parts, start=1))
+                for parts in (f.relpath.split("/") for f in tree.files)}
+
+    wrong = [  # (name, stated, solution ignoring it, the paths it leaves below root)
+        ("lowercase", "that capital letters become lowercase", rename(tr="' ' '-'"),
+         names(lambda name: name.replace(" ", "-"))),
+        ("spaces", "that spaces become dashes", rename(tr="'A-Z' 'a-z'"),
+         names(lambda name: "".join(c.lower() if "A" <= c <= "Z" else c for c in name))),
+        ("folders", "that folder names stay as they are",
+         rename(tests="-mindepth 1 -depth"), names(normalized_name, folders=True)),
+    ]
+    rules = [Rule(name, stated, ignored) for name, stated, ignored, left in wrong
+             if left != {f.relpath for f in files}]
+    if not in_place and any(f.mtime is not None for f in files):  # the times are checked
+        rules.append(Rule("mtimes", "that the copy keeps the files' modification times",
+                          rename(copy=f"cp -r {q(tree.path)} {q(root)}\n")))
+    solution = rename()
     # In place: rename bottom-up; for a copy: copy each file straight to its new name.
     alternative = ctx.python([tree.path, root], r'''
 source, root = ARGS
@@ -495,7 +679,7 @@ if source != root:
                 *([] if in_place else
                   mtime_check("the copy keeps the modification times", root, files))],
         tools=("find", "tr", "mv") if in_place else ("cp", "find", "tr", "mv"),
-        side_effect=in_place)
+        side_effect=in_place, rules=tuple(rules))
 
 
 @primitive("files.usage_by_folder")
@@ -513,12 +697,39 @@ def usage_by_folder(ctx: StepContext, source) -> StepResult:
              "folders without files are left out, files lying directly in the directory "
              "are not counted.")
     out = ctx.output_path("usage-by-folder", "txt")
-    files = "find . -mindepth 2 -type f -print0 | du -b --files0-from=-"
     aggregate = "awk -F'\\t' '{split($2, p, \"/\"); t[p[2]] += $1} END {for (d in t) "
-    if ctx.rng.random() < 0.5:
+    with_top = dict(totals)  # a search from depth 1 takes each top-level file as a folder
+    for f in tree.files:
+        if top_level(f.relpath):
+            with_top[f.relpath] = len(f.content)
+
+    def report(sizes: dict[str, int], order: str = "reference") -> list[str]:
+        """The lines for some totals; `order` as sort orders them (wrong ones too)."""
+        if bytes_first:
+            rows = sorted(sizes.items(), key=lambda item: (item[1], item[0]) if
+                          order == "ascending" else (-item[1], item[0]))
+            return [f"{size}\t{folder}" for folder, size in rows]
+        if order == "size":  # sort -rn of `BYTES FOLDER`: equal sizes by folder, reversed
+            rows = sorted(((size, f"{size} {folder}", folder) for folder, size
+                           in sizes.items()), reverse=True)
+            return [f"{folder} {size}" for size, _, folder in rows]
+        return [f"{folder} {size}" for folder, size in sorted(sizes.items())]
+
+    def usage(depth: int = 2, order: str = "") -> str:
+        """The reference's pipeline (from `depth`, lines sorted by sort's `order`)."""
+        files = f"find . -mindepth {depth} -type f -print0 | du -b --files0-from=-"
+        if bytes_first:
+            return (f"(cd {q(tree.path)} && {files}) |\n"
+                    f"  {aggregate}printf \"%d\\t%s\\n\", t[d], d}}' |\n"
+                    f"  LC_ALL=C sort -t $'\\t' {order or '-k1,1nr -k2,2'} > {q(out)}")
+        return (f"(cd {q(tree.path)} && {files}) |\n"
+                f"  {aggregate}printf \"%s %d\\n\", d, t[d]}}' |\n"
+                f"  LC_ALL=C sort {order or '-k1,1'} > {q(out)}")
+
+    bytes_first = ctx.rng.random() < 0.5
+    if bytes_first:
         line_format = "`BYTES<TAB>FOLDER`"
-        lines = tuple(f"{size}\t{folder}" for folder, size in
-                      sorted(totals.items(), key=lambda item: (-item[1], item[0])))
+        lines = tuple(report(totals))
         sentence = ctx.phrase([
             f"Report how much data each top-level folder of {tree.phrase} holds: write one "
             f"line per folder to `{out}` in du's format, the size in bytes, a tab, the folder "
@@ -530,12 +741,11 @@ def usage_by_folder(ctx: StepContext, source) -> StepResult:
             "SIZE being the total bytes it holds; order the lines from the largest folder to "
             "the smallest, equal sizes by NAME in byte order. " + scope,
         ]) + ctx.hint("du -b --files0-from and sort")
-        solution = (f"(cd {q(tree.path)} && {files}) |\n"
-                    f"  {aggregate}printf \"%d\\t%s\\n\", t[d], d}}' |\n"
-                    f"  LC_ALL=C sort -t $'\\t' -k1,1nr -k2,2 > {q(out)}")
+        order = ("largest-first", "that the largest folder comes first",
+                 usage(order="-k1,1n -k2,2"), report(totals, "ascending"))
     else:
         line_format = "`FOLDER BYTES`"
-        lines = tuple(f"{folder} {size}" for folder, size in sorted(totals.items()))
+        lines = tuple(report(totals))
         if list(lines) != sorted(lines):  # `sort -k1,1` would then tie-break differently
             raise NotApplicable("a folder name is a prefix of another one")
         sentence = ctx.phrase([
@@ -548,9 +758,15 @@ def usage_by_folder(ctx: StepContext, source) -> StepResult:
             f"{tree.phrase}, as `FOLDER BYTES` lines sorted by folder name (byte order). "
             + scope,
         ]) + ctx.hint("du -b --files0-from, awk and sort")
-        solution = (f"(cd {q(tree.path)} && {files}) |\n"
-                    f"  {aggregate}printf \"%s %d\\n\", d, t[d]}}' |\n"
-                    f"  LC_ALL=C sort -k1,1 > {q(out)}")
+        order = ("by-name", "that the lines are sorted by folder name",
+                 f"(cd {q(tree.path)} && find . -mindepth 2 -type f -print0 | "
+                 "du -b --files0-from=-) |\n"
+                 f"  {aggregate}printf \"%d %s\\n\", t[d], d}}' | LC_ALL=C sort -rn |\n"
+                 f"  sed -E 's/^([0-9]+) (.*)$/\\2 \\1/' > {q(out)}", report(totals, "size"))
+    solution = usage()
+    compare = ctx.compare(order_matters=True)
+    wrong = [order, ("top-level-files", "that files lying directly in the directory are not "
+                     "counted", usage(depth=1), report(with_top))]
     alternative = ctx.python([tree.path, out, line_format], r'''
 root, out, line_format = ARGS
 totals = {}
@@ -571,8 +787,9 @@ else:
                       f"{tree.phrase}, as {line_format} lines", lines=lines),
         instruction=sentence, solution=solution, alternative=alternative,
         checks=[FileText(f"`{out}` reports the usage of each folder", path=out,
-                         expected=lines_text(lines), compare=ctx.compare(order_matters=True))],
-        tools=("find", "du", "awk", "sort"))
+                         expected=lines_text(lines), compare=compare)],
+        tools=("find", "du", "awk", "sort"),
+        rules=report_rules(compare, lines, wrong))
 
 
 @primitive("files.delete_old")
@@ -582,6 +799,17 @@ def delete_old(ctx: StepContext, source) -> StepResult:
     tree = tree_input(source, mtimes=True)
     cutoff = midnight_cutoff(ctx, tree)
     kept = [f for f in tree.files if f.mtime >= cutoff]
+
+    def delete(cut: int = cutoff, depth: str = "") -> str:
+        return f"find {q(tree.path)}{depth} -type f ! -newermt @{cut} -delete"
+
+    wrong = [  # (name, stated, solution ignoring it, the files it keeps)
+        ("cutoff-day", cutoff_day_rule(cutoff), delete(cut=cutoff + DAY),
+         [f for f in tree.files if f.mtime > cutoff + DAY]),
+        ("subfolders", "that files in subfolders are deleted too",
+         delete(depth=" -maxdepth 1"),
+         [f for f in tree.files if f.mtime >= cutoff or not top_level(f.relpath)]),
+    ]
     sentence = ctx.phrase([
         f"Delete every file below {tree.phrase} (all subfolders, hidden files included) "
         f"that was last modified before {stamp(cutoff)}. Keep the newer files and leave "
@@ -596,7 +824,7 @@ def delete_old(ctx: StepContext, source) -> StepResult:
         output=FileTree(path=tree.path, phrase=f"{tree.phrase} once the files older than "
                         f"{stamp(cutoff)} are deleted", files=tuple(kept)),
         instruction=sentence,
-        solution=f"find {q(tree.path)} -type f ! -newermt @{cutoff} -delete",
+        solution=delete(),
         alternative=ctx.python([tree.path, stamp(cutoff)], r'''
 root, cutoff = ARGS
 for path, _ in list(regular(root)):
@@ -605,7 +833,14 @@ for path, _ in list(regular(root)):
 ''', prelude=PY_TREE),
         checks=[TreeListing(f"only files newer than the cutoff remain in {tree.path}",
                             root=tree.path, expected=tuple(f.relpath for f in kept))],
-        tools=("find",), side_effect=True)
+        tools=("find",), side_effect=True,
+        rules=tuple(Rule(name, stated, ignored) for name, stated, ignored, left in wrong
+                    if len(left) != len(kept)))
+
+
+def _ascii_lower(text: str) -> str:
+    """Text with A-Z made lowercase: how `find -iname` folds a name and a pattern."""
+    return "".join(c.lower() if "A" <= c <= "Z" else c for c in text)
 
 
 @primitive("files.copy_matching")
@@ -622,7 +857,11 @@ def copy_matching(ctx: StepContext, source) -> StepResult:
               < len(tree.files)]
     if not usable:
         raise NotApplicable("no name pattern selects part of the files")
-    pattern = ctx.rng.choice(usable)
+    # Mostly a pattern whose case matters (`Report*` beside `report-03.pdf`).
+    folded = [p for p in usable if any(
+        fnmatch.fnmatchcase(_ascii_lower(basename(f.relpath)), _ascii_lower(p)) !=
+        fnmatch.fnmatchcase(basename(f.relpath), p) for f in tree.files)]
+    pattern = ctx.rng.choice(folded if folded and ctx.rng.random() < 0.7 else usable)
     chosen = [f for f in tree.files if fnmatch.fnmatchcase(basename(f.relpath), pattern)]
     dest = ctx.output_path("selection", "")
     sentence = ctx.phrase([
@@ -630,23 +869,44 @@ def copy_matching(ctx: StepContext, source) -> StepResult:
         f"`{pattern}` (case-sensitive; search all subfolders) into `{dest}`, keeping each "
         "file's subfolder path relative to the source directory and its modification "
         "time. Copy nothing else.",
-        f"Gather the files named `{pattern}` (a glob on the file name) from anywhere in "
-        f"{tree.phrase} into `{dest}`, preserving the folder layout below the source "
+        f"Gather the files named `{pattern}` (a case-sensitive glob on the file name) from "
+        f"anywhere in {tree.phrase} into `{dest}`, preserving the folder layout below the source "
         "directory (e.g. `a/b/x` is copied to `a/b/x` under the destination) and the "
         "timestamps.",
-        f"Create `{dest}` holding a copy of each file in {tree.phrase} matching `{pattern}`, "
-        "at the same relative path as in the source (recreate the subfolders) and with "
-        "the same modification time; other files are not copied.",
+        f"Create `{dest}` holding a copy of each file in {tree.phrase} matching `{pattern}` "
+        "(a shell pattern, case-sensitive), at the same relative path as in the source "
+        "(recreate the subfolders) and with the same modification time; other files are not "
+        "copied.",
     ]) + ctx.hint("find -name ... -exec cp -p --parents")
     files = tuple(sorted(chosen, key=lambda f: f.relpath))
+
+    def copy(tests: str = f"-type f -name {q(pattern)}", keep: str = "-p --parents") -> str:
+        return (f"mkdir -p {q(dest)}\n"
+                f"(cd {q(tree.path)} && find . {tests} -exec cp {keep} -t {q(dest)} {{}} +)")
+
+    expected = {f.relpath for f in files}
+    wrong = [  # (name, stated, solution ignoring it, the paths it copies)
+        ("case-sensitive", "that the pattern is case-sensitive",
+         copy(tests=f"-type f -iname {q(pattern)}"),
+         {f.relpath for f in tree.files
+          if fnmatch.fnmatchcase(_ascii_lower(basename(f.relpath)), _ascii_lower(pattern))}),
+        ("subfolders", "that files in subfolders are copied too",
+         copy(tests=f"-maxdepth 1 -type f -name {q(pattern)}"),
+         {f.relpath for f in files if top_level(f.relpath)}),
+        ("keep-folders", "that each copy keeps its subfolder path", copy(keep="-p"),
+         {basename(f.relpath) for f in files}),
+    ]
+    rules = [Rule(name, stated, ignored) for name, stated, ignored, copied in wrong
+             if copied != expected]
+    if any(f.mtime is not None for f in files):  # the times are checked
+        rules.append(Rule("mtimes", "that the copies keep their modification times",
+                          copy(keep="--parents")))
     return StepResult(
         output=FileTree(path=dest, phrase=f"a folder holding copies of the `{pattern}` files "
                         f"of {tree.phrase} (same subfolders)",
                         files=files),
         instruction=sentence,
-        solution=(f"mkdir -p {q(dest)}\n"
-                  f"(cd {q(tree.path)} && find . -type f -name {q(pattern)} "
-                  f"-exec cp -p --parents -t {q(dest)} {{}} +)"),
+        solution=copy(),
         alternative=ctx.python([tree.path, dest, pattern], r'''
 source, dest, pattern = ARGS
 os.makedirs(dest, exist_ok=True)
@@ -658,5 +918,5 @@ for path, rel in regular(source):
         checks=[*moved_checks(f"{dest} holds the matching files", dest, list(files),
                               list(files)),
                 *mtime_check("the copies keep their modification times", dest, files)],
-        tools=("find", "cp"))
+        tools=("find", "cp"), rules=tuple(rules))
 

@@ -10,6 +10,10 @@ works on, because a previous step may have left HEAD on another one.
 One module, though long, because it is one family: the hash model and the two git
 assertions serve only these six primitives, and all of them follow the one rule above
 (which hashes are known in advance).
+
+The stated rules (`Rule`) are the ones a careless git command breaks: a case-insensitive
+search, the newest for the oldest, the order of a list, ties of a ranking, the path a
+history is limited to, the prefix or folder of an export, committing on the base branch.
 """
 
 from __future__ import annotations
@@ -27,7 +31,13 @@ from taskloom.generators.procedural.checks import (
     CommandText,
     FileText,
 )
-from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
+from taskloom.generators.procedural.primitives.base import (
+    Rule,
+    StepContext,
+    StepResult,
+    primitive,
+)
+from taskloom.generators.procedural.primitives.text import differs, rules
 from taskloom.generators.procedural.sources.common import day
 from taskloom.generators.procedural.world import EPOCH_NOW, lines_text, q
 
@@ -173,12 +183,18 @@ def _identity(ctx: StepContext) -> tuple[str, str]:
     return name, f"{user}@{ctx.domain.name}.example.com"
 
 
+def _issue_grep(number: str) -> str:
+    """Options of git log finding `#NUMBER`, not a longer number (`#4127` for `#412`)."""
+    return f"-E --grep={q(f'#{number}([^0-9]|$)')}"
+
+
 def _unique_issues(repo: GitRepo, hashes: list[str | None]) -> list[tuple[str, int]]:
     """(issue number, commit index) for issues that exactly one commit message mentions."""
     found = []
     for index, commit in enumerate(repo.commits):
         for number in ISSUE.findall(commit.message):
-            mentions = sum(f"#{number}" in c.message for c in repo.commits)
+            mentions = sum(bool(re.search(f"#{number}(?![0-9])", c.message))
+                           for c in repo.commits)
             if mentions == 1 and hashes[index] is not None:
                 found.append((number, index))
     return found
@@ -209,8 +225,11 @@ def commits(branch):
     return found
 """
 
-_FIND = _COMMITS + r"""branch, token, which, layout, out = sys.argv[2:7]
-matching = [c for c in commits(branch) if token in c[5]]
+_FIND = _COMMITS + r"""import re
+branch, token, which, layout, out = sys.argv[2:7]
+# an issue number is no prefix of a longer one: #412 is not #4127
+matching = [c for c in commits(branch) if re.search(re.escape(token) + '(?![0-9])', c[5])
+            or which != 'issue' and token in c[5]]
 chosen = {'newest': matching[:1], 'oldest': matching[-1:]}.get(which, matching)
 with open(out, 'w', encoding='utf-8') as handle:
     for c in chosen:
@@ -281,9 +300,19 @@ def find_commit(ctx: StepContext, source) -> StepResult:
             options += [("newest", word, having[-1:]), ("oldest", word, having[:1]),
                         ("all", word, having[::-1])]
     options = [o for o in options if all(hashes[i] for i in o[2])]
+
+    def folded(how: str, word: str) -> list[int]:
+        """The commits a case-insensitive search picks."""
+        having = [i for i, c in enumerate(repo.commits) if word.lower() in c.message.lower()]
+        return {"newest": having[-1:], "oldest": having[:1], "all": having[::-1]}[how]
+
+    # a word that also appears capitalized, where the case-sensitive rule shows
+    options = [o for o in options if folded(o[0], o[1]) != o[2]] or options
     issues = _unique_issues(repo, hashes)
     if issues and (not options or ctx.rng.random() < 0.4):
-        number, index = ctx.rng.choice(issues)
+        # one that starts a longer issue number, where the issue rule shows
+        number, index = ctx.rng.choice([(n, i) for n, i in issues if sum(
+            f"#{n}" in c.message for c in repo.commits) > 1] or issues)
         how, token, indexes = "issue", f"#{number}", [index]
     elif options:
         how, token, indexes = ctx.rng.choice(options)
@@ -297,16 +326,17 @@ def find_commit(ctx: StepContext, source) -> StepResult:
               "subject line" if with_subject else
               "one line holding only the full 40-character commit hash")
     branch = f"branch `{repo.branch}` of {repo.phrase}"
+    contains = f"whose message contains `{token}` (case-sensitive)"
     which = {"issue": f"the commit on {branch} whose message references issue {token}",
-             "newest": f"the most recent commit on {branch} whose message contains `{token}`",
-             "oldest": f"the oldest commit on {branch} whose message contains `{token}`",
-             "all": f"every commit on {branch} whose message contains `{token}`"}[how]
+             "newest": f"the most recent commit on {branch} {contains}",
+             "oldest": f"the oldest commit on {branch} {contains}",
+             "all": f"every commit on {branch} {contains}"}[how]
     out = ctx.output_path("commits" if how == "all" else "commit", "txt")
     if how == "all":
         layout = ("one line per commit, newest first: the full 40-character hash, a space, "
                   "then the subject line")
         sentence = ctx.phrase([
-            f"Find {which} (case-sensitive) and list them in {out}, {layout}.",
+            f"Find {which} and list them in {out}, {layout}.",
             f"List {which} in {out}: {layout}.",
             f"Search the history for {which}; write {out} with {layout}.",
         ])
@@ -316,9 +346,9 @@ def find_commit(ctx: StepContext, source) -> StepResult:
             f"Identify {which}; save it to {out} as {layout}.",
             f"Look through the history for {which}. Record it in {out}: {layout}.",
         ])
-    sentence += ctx.hint("git log --grep with -F")
+    sentence += ctx.hint("git log --grep")
     git = _git(repo)
-    grep = f"-F --grep={q(token)}"
+    grep = _issue_grep(token[1:]) if how == "issue" else f"-F --grep={q(token)}"
     if how == "newest":
         solution = f"{git} log -1 --format={q(fmt)} {grep} {q(repo.branch)} > {q(out)}"
     elif how == "oldest":
@@ -326,6 +356,23 @@ def find_commit(ctx: StepContext, source) -> StepResult:
                     f"head -n 1 > {q(out)}")
     else:
         solution = f"{git} log --format={q(fmt)} {grep} {q(repo.branch)} > {q(out)}"
+    newest = f"{git} log -1 --format={q(fmt)} {grep} {q(repo.branch)} > {q(out)}"
+    oldest = (f"{git} log --reverse --format={q(fmt)} {grep} {q(repo.branch)} | "
+              f"head -n 1 > {q(out)}")
+    wrong = rules(
+        (how == "issue" and [i for i, c in enumerate(repo.commits) if token in c.message]
+         != indexes,
+         Rule("issue", f"that `{token}` is not the start of a longer issue number",
+              solution.replace(f" {grep}", f" -F --grep={q(token)}", 1))),
+        (how != "issue" and folded(how, token) != indexes,
+         Rule("case", f"that `{token}` is searched case-sensitively",
+              solution.replace(f" {grep}", f" -i {grep}", 1))),
+        (how in ("newest", "oldest"),
+         Rule("which", f"that the {how} matching commit is wanted",
+              oldest if how == "newest" else newest)),
+        (how == "all",
+         Rule("order", "that the commits are listed newest first",
+              f"{git} log --reverse --format={q(fmt)} {grep} {q(repo.branch)} > {q(out)}")))
     return StepResult(
         output=Report(path=out, phrase=f"the hash{'es' if how == 'all' else ''} and subject"
                       f"{'s' if how == 'all' else ''} of {which}" if with_subject else
@@ -335,7 +382,7 @@ def find_commit(ctx: StepContext, source) -> StepResult:
                                 "subject" if with_subject else "hash", out], _FIND),
         checks=[FileText(f"{out} names the commit", path=out, expected=lines_text(lines),
                          compare="exact" if ctx.difficulty.strictness == 3 else "lines")],
-        tools=("git",))
+        tools=("git",), rules=wrong)
 
 
 @primitive("git.author_stats")
@@ -347,7 +394,11 @@ def author_stats(ctx: StepContext, source) -> StepResult:
     if len(counts) < 2:
         raise NotApplicable("a single author")
     ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0].encode()))
+    reversed_ties = sorted(counts.items(), key=lambda item: (item[1], item[0].encode()),
+                           reverse=True)
+    by_who = sorted(counts.items(), key=lambda item: item[0].encode())
     out = ctx.output_path("authors", "txt")
+    compare = ctx.compare(order_matters=True)
     branch = f"branch `{repo.branch}` of {repo.phrase}"
     if by_email:
         lines = tuple(f"{email} {count}" for email, count in ranked)
@@ -364,6 +415,10 @@ def author_stats(ctx: StepContext, source) -> StepResult:
                     "uniq -c | LC_ALL=C sort -k1,1nr -k2,2 | awk '{print $2, $1}' "
                     f"> {q(out)}")
         phrase = f"the number of commits per author email on {branch}"
+        ranking = "LC_ALL=C sort -k1,1nr -k2,2 | "
+
+        def shape(items) -> list[str]:
+            return [f"{email} {count}" for email, count in items]
     else:
         lines = tuple(f"{count} {name}" for name, count in ranked)
         sentence = ctx.phrase([
@@ -379,14 +434,26 @@ def author_stats(ctx: StepContext, source) -> StepResult:
                     "uniq -c | LC_ALL=C sort -k1,1nr -k2 | sed 's/^ *//' "
                     f"> {q(out)}")
         phrase = f"the number of commits per author on {branch}"
+        ranking = "LC_ALL=C sort -k1,1nr -k2 | "
+
+        def shape(items) -> list[str]:
+            return [f"{count} {name}" for name, count in items]
     return StepResult(
         output=Report(path=out, phrase=phrase, lines=lines),
         instruction=sentence, solution=solution,
         alternative=ctx.python([repo.path, repo.branch, "email" if by_email else "name", out],
                             _AUTHORS),
         checks=[FileText(f"{out} counts commits per author", path=out, expected=lines_text(lines),
-                         compare=ctx.compare(order_matters=True))],
-        tools=("git", "sort", "uniq"))
+                         compare=compare)],
+        tools=("git", "sort", "uniq"),
+        rules=rules(
+            (differs(shape(by_who), lines, compare),
+             Rule("ranking", "that authors are ranked by their number of commits",
+                  solution.replace(ranking, ""))),
+            (differs(shape(reversed_ties), lines, compare),
+             Rule("ties", "that equal counts are ordered by " + ("email" if by_email else
+                                                                 "name") + " in byte order",
+                  solution.replace(ranking, "LC_ALL=C sort -rn | ")))))
 
 
 def _revertible(repo: GitRepo, hashes: list[str | None]) -> list[int]:
@@ -407,7 +474,20 @@ def revert_commit(ctx: StepContext, source) -> StepResult:
     candidates = _revertible(repo, hashes)
     issues = {index: number for number, index in _unique_issues(repo, hashes)}
     lasts = {index for index in candidates if len(repo.commits[index].files) == 1}
-    choices = [(i, "issue") for i in candidates if i in issues]
+
+    def earlier(index: int) -> bool:
+        """An older commit changed the same file (an oldest-first search picks that one)."""
+        path = repo.commits[index].touched()[0]
+        return any(path in c.touched() for c in repo.commits[:index])
+
+    # the most recent change of a file changed before, where the "most recent" rule shows
+    lasts = {index for index in lasts if earlier(index)} or lasts
+    def prefix(index: int) -> bool:
+        """The issue number starts a longer one (a plain `--grep=#412` finds two)."""
+        return sum(f"#{issues[index]}" in c.message for c in repo.commits) > 1
+
+    named = [i for i in candidates if i in issues]
+    choices = [(i, "issue") for i in [i for i in named if prefix(i)] or named]
     choices += [(i, "last") for i in sorted(lasts)]
     if not choices:
         raise NotApplicable("no commit reverts cleanly and can be named")
@@ -422,7 +502,7 @@ def revert_commit(ctx: StepContext, source) -> StepResult:
     branch = repo.branch
     if how == "issue":
         which = f"the commit that references issue #{issues[index]}"
-        find = f"-F --grep={q('#' + issues[index])} {q(branch)}"
+        find = f"{_issue_grep(issues[index])} {q(branch)}"
     else:
         path = target.touched()[0]
         which = f"the most recent commit that changed `{path}`"
@@ -444,11 +524,22 @@ def revert_commit(ctx: StepContext, source) -> StepResult:
         f"{git} checkout -q {q(branch)}",
         f"{git} -c user.name={q(name)} -c user.email={q(email)} revert --no-edit "
         "\"$target\" >/dev/null"])
+    wrong: tuple[Rule, ...] = ()
+    if how == "issue" and prefix(index):
+        plain = f"target=$({git} log --format=%H -F --grep={q('#' + issues[index])} {q(branch)})"
+        wrong = (Rule("issue", f"that #{issues[index]} is not the start of a longer issue "
+                      "number", "\n".join([plain, *solution.split("\n")[1:]])),)
+    if how == "last" and earlier(index):
+        path = target.touched()[0]
+        oldest = (f"target=$({git} log --reverse --format=%H {q(branch)} -- {q(path)} | "
+                  "head -n 1)")
+        wrong = (Rule("latest", f"that the most recent commit that changed `{path}` is the "
+                      "one to revert", "\n".join([oldest, *solution.split("\n")[1:]])),)
     # Without `git revert`: switch with read-tree, undo the commit's patch with apply -R,
     # write git's default revert message and commit with commit-tree and update-ref.
     who = (f"GIT_AUTHOR_NAME={q(name)} GIT_AUTHOR_EMAIL={q(email)} "
            f"GIT_COMMITTER_NAME={q(name)} GIT_COMMITTER_EMAIL={q(email)}")
-    pick = (f"rev-list -F --grep={q('#' + issues[index])} {q(branch)}" if how == "issue"
+    pick = (f"rev-list {_issue_grep(issues[index])} {q(branch)}" if how == "issue"
             else f"rev-list -1 {q(branch)} -- {q(target.touched()[0])}")
     alternative = "\n".join([
         f"target=$({git} {pick})",
@@ -485,7 +576,7 @@ def revert_commit(ctx: StepContext, source) -> StepResult:
         output=GitRepo(path=repo.path, phrase=repo.phrase, commits=after, branch=branch),
         instruction=sentence, solution=solution, alternative=alternative, checks=checks,
         tools=("git",),
-        side_effect=True)
+        side_effect=True, rules=wrong)
 
 
 @primitive("git.branch_commit")
@@ -563,6 +654,12 @@ def branch_commit(ctx: StepContext, source) -> StepResult:
         "rm -rf \"$scratch\"",
         f"commit=$({who} {git} commit-tree \"$tree\" -p \"$tip\" -m {q(message)})",
         f"{git} update-ref {q('refs/heads/' + new)} \"$commit\" ''"])
+    # the commit made on `old`, and the branch created after it
+    on_base = "\n".join([
+        f"{git} checkout -q {q(old)}", edit,
+        f"{git} add -- {q(path)}",
+        f"{git} -c user.name={q(name)} -c user.email={q(email)} commit -q -m {q(message)}",
+        f"{git} branch {q(new)}"])
     checks = [
         BranchCommit(f"{new} starts with the new commit on top of {old}", repo=repo.path,
                      base=old, branch=new, subject=message, identity=f"{name} <{email}>",
@@ -577,7 +674,8 @@ def branch_commit(ctx: StepContext, source) -> StepResult:
         output=GitRepo(path=repo.path, phrase=repo.phrase, commits=after, branch=new),
         instruction=sentence, solution=solution, alternative=alternative, checks=checks,
         tools=("git",),
-        side_effect=True)
+        side_effect=True,
+        rules=(Rule("base", f"that `{old}` itself does not change", on_base),))
 
 
 @primitive("git.file_history")
@@ -621,14 +719,22 @@ def file_history(ctx: StepContext, source) -> StepResult:
     date = " --date=short" if kind == "date" else ""
     solution = (f"{_git(repo)} log --reverse{date} --format={q(fmt)} {q(repo.branch)} -- "
                 f"{q(path)} > {q(out)}")
+    compare = ctx.compare(order_matters=True)
+    wrong = rules(
+        (differs(lines[::-1], lines, compare),
+         Rule("order", "that the oldest commit comes first",
+              solution.replace(" log --reverse", " log", 1))),
+        (len(indexes) < len(repo.commits),
+         Rule("path", f"that only the commits that changed `{path}` are listed",
+              solution.replace(f" -- {q(path)} >", " >", 1))))
     return StepResult(
         output=Report(path=out, phrase=f"the commits that changed `{path}` on {branch}",
                       lines=tuple(lines)),
         instruction=sentence, solution=solution,
         alternative=ctx.python([repo.path, repo.branch, path, kind, out], _HISTORY),
         checks=[FileText(f"{out} lists the history of {path}", path=out,
-                         expected=lines_text(lines), compare=ctx.compare(order_matters=True))],
-        tools=("git",))
+                         expected=lines_text(lines), compare=compare)],
+        tools=("git",), rules=wrong)
 
 
 @primitive("git.export_tree")
@@ -660,6 +766,12 @@ def export_tree(ctx: StepContext, source) -> StepResult:
     pathspec = " src" if only_src else ""
     solution = (f"{_git(repo)} archive --format={fmt}{option} -o {q(out)} "
                 f"{q(repo.branch)}{pathspec}")
+    wrong = rules(
+        (bool(prefix), Rule("prefix", f"that every path starts with `{prefix}`",
+                            solution.replace(option, "", 1))),
+        (only_src and len(paths) < len(state),
+         Rule("folder", "that only the `src/` folder is exported",
+              solution.removesuffix(pathspec))))
     return StepResult(
         output=Archive(path=out, phrase=f"a {kind} of {what} at the tip of {branch}",
                        format=fmt, members=members),
@@ -669,4 +781,4 @@ def export_tree(ctx: StepContext, source) -> StepResult:
         checks=[ArchiveMembers(f"{out} holds the files of {repo.branch}", path=out, format=fmt,
                                members=tuple((name, hashlib.sha256(data).hexdigest())
                                              for name, data in members))],
-        tools=("git",))
+        tools=("git",), rules=wrong)

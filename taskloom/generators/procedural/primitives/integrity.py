@@ -18,7 +18,12 @@ from taskloom.generators.procedural.primitives._trees import (
     sha256,
     tree_input,
 )
-from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
+from taskloom.generators.procedural.primitives.base import (
+    Rule,
+    StepContext,
+    StepResult,
+    primitive,
+)
 from taskloom.generators.procedural.world import DAY, lines_text, q
 
 
@@ -49,13 +54,31 @@ def make_manifest(ctx: StepContext, source) -> StepResult:
         f"{fmt}.",
     ]) + ctx.hint("find -printf '%P\\0' | sort -z | xargs -0 sha256sum")
     hidden = " ! -name '.*'" if skip_hidden else ""
+
+    def manifest(find: str = ".", tests: str = hidden, name: str = "-printf '%P\\0'",
+                 sort: str = "LC_ALL=C sort -z | ", after: str = "") -> str:
+        return (f"(cd {q(tree.path)} && find {find} -type f{tests} {name} | "
+                f"{sort}xargs -0 -r sha256sum{after}) > {q(out)}")
+
+    rules = []
+    if any(is_hidden(f.relpath) for f in tree.files):
+        rules.append(Rule("hidden", "that hidden files are " +
+                          ("left out" if skip_hidden else "included"),
+                          manifest(tests="" if skip_hidden else " ! -name '.*'")))
+    if any("/" in f.relpath for f in listed):
+        rules.append(Rule("subfolders", "that the files in subfolders are listed too",
+                          manifest(find=". -maxdepth 1")))
+    rules.append(Rule("no-dot-slash", "that the paths have no leading `./`",
+                      manifest(name="-print0")))
+    if sorted(lines) != list(lines):
+        rules.append(Rule("sort-path", "that the lines are sorted by path",
+                          manifest(sort="", after=" | LC_ALL=C sort")))
     return StepResult(
         output=ChecksumList(path=out, phrase=f"a sha256sum manifest of the files of "
                             f"{tree.phrase} (paths relative to it, sorted)",
                             lines=lines, tree=tree),
         instruction=sentence,
-        solution=(f"(cd {q(tree.path)} && find . -type f{hidden} -printf '%P\\0' | "
-                  f"LC_ALL=C sort -z | xargs -0 -r sha256sum) > {q(out)}"),
+        solution=manifest(),
         alternative=ctx.python(
             [tree.path, out, "skip-hidden" if skip_hidden else "all"], r'''
 root, out, scope = ARGS
@@ -65,7 +88,7 @@ write(out, [sha(path) + b'  ' + rel for rel, path in files])
 ''', prelude=PY_TREE),
         checks=[FileText(f"`{out}` is the sha256 manifest", path=out, expected=lines_text(lines),
                          compare=ctx.compare(order_matters=True))],
-        tools=("find", "sort", "sha256sum"))
+        tools=("find", "sort", "sha256sum"), rules=tuple(rules))
 
 
 def _entries(manifest: ChecksumList) -> list[tuple[str, str]]:
@@ -117,9 +140,27 @@ def verify_manifest(ctx: StepContext, source) -> StepResult:
         f"Find out which files still match {source.phrase}{where}. Report in `{out}` {fmt}.",
     ]) + ctx.hint("sha256sum -c, then grep/sed on its output")
     keep = " | grep -v ': OK$'" if only_problems else ""
-    solution = (f"(cd {q(tree.path)} && sha256sum -c {q(source.path)} 2>/dev/null || true)"
+
+    def report(keep: str = keep, missing: str = "MISSING",
+               sort: str = " | LC_ALL=C sort") -> str:
+        return (f"(cd {q(tree.path)} && sha256sum -c {q(source.path)} 2>/dev/null || true)"
                 f"{keep} |\n"
-                f"  sed 's/: FAILED open or read$/: MISSING/' | LC_ALL=C sort > {q(out)}")
+                f"  sed 's/: FAILED open or read$/: {missing}/'{sort} > {q(out)}")
+
+    solution = report()
+    rules = []
+    if only_problems and "OK" in status.values():
+        rules.append(Rule("failures-only", "that only the files that do not verify are "
+                          "listed", report(keep="")))
+    if "MISSING" in status.values():
+        rules.append(Rule("missing", "that a file that does not exist is reported as "
+                          "`MISSING`", report(missing="FAILED")))
+    # sha256sum -c reports in the manifest's order
+    as_listed = [f"{name}: {status[name]}" for _, name in _entries(source)
+                 if status[name] != "OK" or not only_problems]
+    if ctx.compare() != "set" and as_listed != list(lines):
+        rules.append(Rule("byte-order", "that the lines are sorted in byte order",
+                          report(sort="")))
     counts = {value: sum(v == value for v in status.values()) for value in ("FAILED",
                                                                              "MISSING")}
     summary = ", ".join(f"{n} {value}" for value, n in counts.items() if n)
@@ -146,16 +187,23 @@ write(out, sorted(lines))
         instruction=sentence, solution=solution, alternative=alternative,
         checks=[FileText(f"`{out}` reports the verification ({summary})", path=out,
                          expected=lines_text(lines), compare=ctx.compare())],
-        tools=("sha256sum", "grep", "sed", "sort"))
+        tools=("sha256sum", "grep", "sed", "sort"), rules=tuple(rules))
 
 
 def _make_copy(ctx: StepContext, tree: FileTree, copy: str) -> dict[str, str]:
-    """Write an older copy of the tree at `copy`; returns relpath -> status."""
+    """Write an older copy of the tree at `copy`; returns relpath -> status.
+
+    Some visible files changed since, some are not in the copy, and some of the copy's are
+    gone from the tree; a hidden file (a cache, say) changed too, when the tree has one.
+    """
     visible = [f for f in tree.files if not is_hidden(f.relpath)]
     shuffled = list(visible)
     ctx.rng.shuffle(shuffled)
     changed = shuffled[:ctx.rng.randint(1, 3)]
     missing = shuffled[len(changed):len(changed) + ctx.rng.randint(1, 2)]
+    hidden = [f for f in tree.files if is_hidden(f.relpath)]
+    if hidden:
+        changed.append(ctx.rng.choice(hidden))
     status = {f.relpath: "DIFFERS" for f in changed}
     status.update({f.relpath: "MISSING" for f in missing})
     for f in tree.files:
@@ -190,29 +238,45 @@ def compare_trees(ctx: StepContext, source) -> StepResult:
     status = _make_copy(ctx, tree, copy)
     lines = tuple(f"{status[path]} {path}" for path in sorted(status))
     out = ctx.output_path("tree-diff", "txt")
-    fmt = ("one `STATUS PATH` line per file that is not identical in both trees, PATH "
+    fmt = ("one `STATUS PATH` line per file (hidden ones included) that is not identical "
+           "in both trees, PATH "
            "relative to the tree roots (no leading `./`); STATUS is `DIFFERS` (in both, "
            "different content), "
            f"`MISSING` (in `{tree.path}` but not in the copy) or `EXTRA` (only in the copy); "
            "lines sorted by PATH in byte order; identical files are not listed")
     sentence = f"`{copy}` is a copy of {tree.phrase} made some time ago. " + ctx.phrase([
-        f"Compare the two trees, subfolders and hidden files included, and write to `{out}` "
+        f"Compare the two trees, subfolders included, and write to `{out}` "
         f"{fmt}.",
         f"Find what changed between `{tree.path}` and `{copy}` and report it in `{out}`: {fmt}.",
         f"Write to `{out}` the differences between `{tree.path}` and its copy `{copy}`: {fmt}.",
     ]) + ctx.hint("diff on sorted find listings, cmp for the common files")
-    listing = "find . -type f -printf '%P\\n' | LC_ALL=C sort"
-    solution = (f"a=$(mktemp); b=$(mktemp)\n"
+    def compare(tests: str = "", sides: tuple[str, str] = ("MISSING", "EXTRA"),
+                content: bool = True, sort: str = "LC_ALL=C sort -k2") -> str:
+        listing = f"find . -type f{tests} -printf '%P\\n' | LC_ALL=C sort"
+        both = ("  LC_ALL=C comm -12 \"$a\" \"$b\" | while IFS= read -r f; do\n"
+                f"    cmp -s {q(tree.path)}/\"$f\" {q(copy)}/\"$f\" || "
+                "printf 'DIFFERS %s\\n' \"$f\"\n"
+                "  done\n") if content else ""
+        return (f"a=$(mktemp); b=$(mktemp)\n"
                 f"(cd {q(tree.path)} && {listing}) > \"$a\"\n"
                 f"(cd {q(copy)} && {listing}) > \"$b\"\n"
                 "{\n"
-                "  diff \"$a\" \"$b\" | sed -n 's/^< /MISSING /p; s/^> /EXTRA /p'\n"
-                "  LC_ALL=C comm -12 \"$a\" \"$b\" | while IFS= read -r f; do\n"
-                f"    cmp -s {q(tree.path)}/\"$f\" {q(copy)}/\"$f\" || "
-                "printf 'DIFFERS %s\\n' \"$f\"\n"
-                "  done\n"
-                f"}} | LC_ALL=C sort -k2 > {q(out)}\n"
+                f"  diff \"$a\" \"$b\" | sed -n 's/^< /{sides[0]} /p; s/^> /{sides[1]} /p'\n"
+                f"{both}"
+                f"}} | {sort} > {q(out)}\n"
                 "rm -f \"$a\" \"$b\"")
+
+    solution = compare()
+    rules = [Rule("content", "that files in both trees whose content differs are listed as "
+                  "`DIFFERS`", compare(content=False)),
+             Rule("direction", "that `MISSING` is a file not in the copy and `EXTRA` one only "
+                  "in the copy", compare(sides=("EXTRA", "MISSING")))]
+    if any(is_hidden(path) for path in status):
+        rules.append(Rule("hidden", "that hidden files are compared too",
+                          compare(tests=" ! -name '.*'")))
+    if sorted(lines) != list(lines):
+        rules.append(Rule("sort-path", "that the lines are sorted by PATH",
+                          compare(sort="LC_ALL=C sort")))
     alternative = ctx.python([tree.path, copy, out], r'''
 root, copy, out = ARGS
 here = {rel: path for path, rel in regular(root)}
@@ -230,4 +294,4 @@ write(out, [status[rel] + b' ' + rel for rel in sorted(status)])
         instruction=sentence, solution=solution, alternative=alternative,
         checks=[FileText(f"`{out}` lists the differences", path=out, expected=lines_text(lines),
                          compare=ctx.compare(order_matters=True))],
-        tools=("find", "sort", "diff", "comm", "cmp"))
+        tools=("find", "sort", "diff", "comm", "cmp"), rules=tuple(rules))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from itertools import groupby
 
 from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import CsvTable, JsonDoc, Report, TextFile
@@ -27,7 +28,12 @@ from taskloom.generators.procedural.primitives._tables import (
     pick_condition,
     sort_options,
 )
-from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
+from taskloom.generators.procedural.primitives.base import (
+    Rule,
+    StepContext,
+    StepResult,
+    primitive,
+)
 from taskloom.generators.procedural.world import lines_text, q
 
 CSV_UNSAFE = re.compile(r'[,"\n\r]')  # values CSV cannot hold without quoting
@@ -80,6 +86,13 @@ def filter_records(ctx: StepContext, source) -> StepResult:
     condition, chosen = pick_condition(ctx, json_fields(doc))
     records = tuple(doc.records[i] for i in chosen)
     out = ctx.output_path("selected", "json")
+    rules = [Rule("condition", f"that only the objects whose {condition.words()} are kept",
+                  f"jq . {q(doc.path)} > {q(out)}")]
+    if condition.on_bound(r[condition.column] for r in doc.records):
+        rules.append(Rule(
+            "strict-bound", f"that an object whose `{condition.column}` is exactly "
+            f"{condition.value} is not kept",
+            f"jq {q(f'map(select({condition.inclusive().jq()}))')} {q(doc.path)} > {q(out)}"))
     sentence = ctx.phrase([
         f"Write to `{out}` a JSON array with the objects of {doc.phrase} whose "
         f"{condition.words()}, unchanged and in their original order.",
@@ -95,6 +108,7 @@ def filter_records(ctx: StepContext, source) -> StepResult:
             records=records),
         instruction=sentence,
         solution=f"jq {q(f'map(select({condition.jq()}))')} {q(doc.path)} > {q(out)}",
+        rules=tuple(rules),
         alternative=ctx.python([doc.path, out], f"""
 objects = read_json(sys.argv[1])
 write_json(sys.argv[2], [o for o in objects if {condition.python(f'o[{condition.column!r}]')}])
@@ -125,7 +139,19 @@ def extract_field(ctx: StepContext, source) -> StepResult:
         f"List in `{out}` the `{field.name}` of each element of {doc.phrase}, one per line and "
         "in order, repeats included.",
     ]) + " " + fmt + ctx.hint("jq -r")
+    values = f"jq -r {q(f'.[] | {_get(field.name)}')} {q(doc.path)}"
+    rules = []
+    if field.kind == "text":
+        rules.append(Rule("raw", "that the strings are written without quotes",
+                          f"jq {q(f'.[] | {_get(field.name)}')} {q(doc.path)} > {q(out)}"))
+    if len(set(lines)) < len(lines):
+        rules.append(Rule("repeats", "that every object's value is listed, repeats included",
+                          f"{values} | awk '!seen[$0]++' > {q(out)}"))
+    if sorted(lines, key=str.encode) != list(lines):
+        rules.append(Rule("order", "that the values are listed in array order",
+                          f"{values} | LC_ALL=C sort > {q(out)}"))
     return StepResult(
+        rules=tuple(rules),
         output=TextFile(path=out, phrase=f"the `{field.name}` values of {doc.phrase} (one "
                         f"per line, in array order; {style})",
                         lines=lines),
@@ -137,6 +163,13 @@ write_lines(sys.argv[2], [shortest(o[{field.name!r}]) for o in read_json(sys.arg
         checks=[FileText(f"`{out}` lists the {field.name} values", path=out,
                          expected=lines_text(lines), compare=ctx.compare(order_matters=True))],
         tools=("jq",))
+
+
+def _csv_program(columns, *, titles: bool = True) -> str:
+    """The jq program (quoted) printing these fields as CSV lines, after a header line."""
+    values = f"[{', '.join(_get(name) for name in columns)}] | map(tostring)"
+    titles_row = "[" + ", ".join(f'"{name}"' for name in columns) + "], " if titles else ""
+    return q(f'{titles_row}(.[] | {values}) | join(",")')
 
 
 @primitive("json.to_csv")
@@ -169,9 +202,12 @@ def to_csv(ctx: StepContext, source) -> StepResult:
         "(in that order, header row first), one comma-separated row per object in the "
         f"original order{fmt}.",
     ]) + ctx.hint("jq -r with join(\",\")")
-    titles = ", ".join(f'"{name}"' for name in header)
-    values = ", ".join(_get(name) for name in header)
-    program = f"[{titles}], (.[] | [{values}] | map(tostring)) | join(\",\")"
+    rules = [Rule("header", "that the first line is a header naming the columns",
+                  f"jq -r {_csv_program(header, titles=False)} {q(doc.path)} > {q(out)}")]
+    own = tuple(key for key in doc.records[0] if key in header)  # the objects' key order
+    if own != header:
+        rules.append(Rule("column-order", f"that the columns are in the order {names(header)}",
+                          f"jq -r {_csv_program(own)} {q(doc.path)} > {q(out)}"))
     shortest = " (numbers in shortest form)" if decimals else ""
     phrase = derive(doc.phrase, f"the {names(header)} fields of {doc.phrase} as CSV{shortest}",
                     f"{doc.phrase}, flattened to CSV with the columns {names(header)}"
@@ -180,7 +216,7 @@ def to_csv(ctx: StepContext, source) -> StepResult:
                       header=header, rows=rows, numeric=numeric)
     return StepResult(
         output=output, instruction=sentence,
-        solution=f"jq -r {q(program)} {q(doc.path)} > {q(out)}",
+        solution=f"jq -r {_csv_program(header)} {q(doc.path)} > {q(out)}", rules=tuple(rules),
         alternative=ctx.python([doc.path, out], f"""
 columns = {list(header)!r}
 objects = read_json(sys.argv[1])
@@ -221,7 +257,24 @@ def group_count(ctx: StepContext, source) -> StepResult:
         f"Produce `{out}` with a `VALUE COUNT` line for every distinct `{field.name}` in "
         f"{doc.phrase} (COUNT = number of objects with that value), {order}.",
     ]) + ctx.hint("jq -r, sort and uniq -c")
+    values = f"jq -r {q(f'.[] | {_get(field.name)}')} {q(doc.path)}"
+    rules = []
+    runs = [value for value, _ in groupby(field.values)]
+    if len(runs) > len(counts):  # uniq -c without sort counts each run of equal values
+        rules.append(Rule("distinct", f"that there is one line per distinct `{field.name}`",
+                          f"{values} | uniq -c | awk '{{print $2, $1}}'{tail} > {q(out)}"))
+    if by_count and ranked != sorted(counts.items()):  # left in value order
+        rules.append(Rule("order", "that the most frequent values come first",
+                          f"{values} | LC_ALL=C sort | uniq -c | awk '{{print $2, $1}}' "
+                          f"> {q(out)}"))
+    by_frequency = sorted(counts.items(), key=lambda item: (item[1], item[0].encode()),
+                          reverse=True)
+    if not by_count and by_frequency != ranked:  # the habitual `sort -rn` after `uniq -c`
+        rules.append(Rule("order", f"that the lines are sorted by `{field.name}` value",
+                          f"{values} | LC_ALL=C sort | uniq -c | LC_ALL=C sort -rn | "
+                          f"awk '{{print $2, $1}}' > {q(out)}"))
     return StepResult(
+        rules=tuple(rules),
         output=Report(path=out, phrase=f"the number of objects per `{field.name}` in "
                       f"{doc.phrase} (`VALUE COUNT` lines, {order})", lines=lines),
         instruction=sentence,
@@ -270,7 +323,21 @@ def sort_records(ctx: StepContext, source) -> StepResult:
         f"Reorder {doc.phrase} by `{field.name}`, {how}, with equal values keeping the "
         f"order they had, and save the resulting JSON array as `{out}`.",
     ]) + ctx.hint("jq 'sort_by(...)'")
+    ascending = [doc.records[i] for i in sorted(range(len(doc.records)), key=lambda i: (
+        number(field.values[i]) if field.numeric else field.values[i]))]
+    rules = []
+    stated = f"that the objects are ordered by `{field.name}` {how}"
+    ascending_jq = f"sort_by({_get(field.name)})"
+    if descending and ascending != list(records):  # ascending instead
+        rules.append(Rule("direction", stated,
+                          f"jq {q(ascending_jq)} {q(doc.path)} > {q(out)}"))
+    if ascending[::-1] != list(records):  # an ascending sort reversed: ties reversed too
+        rules.append(Rule(
+            "stable" if descending else "direction",
+            f"that objects with equal `{field.name}` keep their original order" if descending
+            else stated, f"jq {q(f'{ascending_jq} | reverse')} {q(doc.path)} > {q(out)}"))
     return StepResult(
+        rules=tuple(rules),
         output=JsonDoc(path=out, phrase=derive(
             doc.phrase, f"the objects of {doc.phrase} sorted by `{field.name}` ({brief})",
             f"{doc.phrase}, sorted by `{field.name}` ({brief})"), records=records),
@@ -341,12 +408,21 @@ def reshape(ctx: StepContext, source) -> StepResult:
         "original order.",
     ]) + ctx.hint("jq 'map({new: .old, ...})'")
     body = ", ".join(f'"{new}": {_get(old)}' for new, old in pairs)
+    unrenamed = ", ".join(f'"{old}": {_get(old)}' for _, old in pairs)
+    rules = [Rule("rename", f"that {renamed.replace('` to `', '` is renamed to `')}",
+                  f"jq {q(f'map({{{unrenamed}}})')} {q(doc.path)} > {q(out)}")]
+    if dropped:  # renamed, but every other key kept
+        moves = " | ".join(f'.["{new}"] = {_get(old)} | del({_get(old)})'
+                           for old, new in renames.items())
+        rules.append(Rule("drop", f"that {names(dropped)} "
+                          f"{'is' if len(dropped) == 1 else 'are'} left out",
+                          f"jq {q(f'map({moves})')} {q(doc.path)} > {q(out)}"))
     return StepResult(
         output=JsonDoc(path=out, phrase=derive(
             doc.phrase, f"the objects of {doc.phrase} with {moved} (keys {kept})",
             f"{doc.phrase}, with {moved} (keys {kept})"), records=records),
         instruction=sentence,
-        solution=f"jq {q(f'map({{{body}}})')} {q(doc.path)} > {q(out)}",
+        solution=f"jq {q(f'map({{{body}}})')} {q(doc.path)} > {q(out)}", rules=tuple(rules),
         alternative=ctx.python([doc.path, out], f"""
 renames, dropped = {renames!r}, {dropped!r}
 write_json(sys.argv[2], [{{renames.get(k, k): v for k, v in o.items() if k not in dropped}}

@@ -25,14 +25,20 @@ from taskloom.generators.procedural.artifacts import (
     TextFile,
 )
 from taskloom.generators.procedural.checks import FileText, GzipContents, TreeListing
-from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
+from taskloom.generators.procedural.primitives.base import (
+    Rule,
+    StepContext,
+    StepResult,
+    primitive,
+)
 from taskloom.generators.procedural.world import DAY, EPOCH_NOW, lines_text, q
 
 VALID_APP = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z [A-Z]+ \[[^]]+\] "
 APP_AWK = '$0 ~ /' + VALID_APP.replace("/", "\\/") + '/'
 ACCESS_AWK = "$9 ~ /^[0-9][0-9][0-9]$/"
 ID_PATTERN = r"\b[a-f][0-9]{4}\b"
-SKIP_APP = "Lines that are not log records (stack traces, markers, blank lines) are ignored."
+SKIP_APP = ("Lines that are not complete log records (stack traces, markers, cut-off lines, "
+            "blank lines) are ignored.")
 SKIP_ACCESS = "Malformed lines that are not requests are ignored."
 
 # The alternatives (other tools than the reference's awk/sort/gzip loop) recognise records
@@ -43,6 +49,47 @@ PERL_RECORD = r"/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ (\S+) \[[^\]]*\] /"
 PY_RECORD = r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ) (\S+) \[([^\]]*)\] (.*)"
 # Groups: ip, time, method, path, status, bytes.
 PY_REQUEST = r'(\S+) \S+ \S+ \[([^\]]+)\] "(\S+) (\S+) [^"]*" (\d{3}) (\d+|-) .*'
+
+
+def _fields(line: str) -> list[str]:
+    """A line's fields as awk splits them (runs of blanks)."""
+    return line.replace("\t", " ").split()
+
+
+def _field(line: str, number: int) -> str:
+    """The awk field `$number` of a line: "" past the last field."""
+    fields = _fields(line)
+    return fields[number - 1] if number <= len(fields) else ""
+
+
+def _norm(lines) -> list[str]:
+    """Lines as the checks read a text file (see checks._norm)."""
+    text = lines_text(lines)
+    return [line.rstrip() for line in text.rstrip("\n").split("\n")] if text.strip() else []
+
+
+def _differs(compare: str, naive, expected) -> bool:
+    """Whether checks comparing text this way tell the `naive` lines from the `expected`.
+
+    A rule is declared only then: its mutant must change what the checks see.
+    """
+    if compare == "exact":
+        return lines_text(naive) != lines_text(expected)
+    got, want = _norm(naive), _norm(expected)
+    return got != want if compare == "lines" else sorted(got) != sorted(want)
+
+
+def _rules(*candidates: tuple[bool, Rule]) -> tuple[Rule, ...]:
+    """The rules whose mutants the data exercises."""
+    return tuple(rule for exercised, rule in candidates if exercised)
+
+
+def _ranked(counts: Counter, top: int | None = None, *,
+            ties_reversed: bool = False) -> tuple[str, ...]:
+    """`KEY COUNT` lines, most first, ties by key (descending: `ties_reversed`), cut to `top`."""
+    items = sorted(counts.items(), key=lambda item: item[0], reverse=ties_reversed)
+    items = sorted(items, key=lambda item: -item[1])[:top]
+    return tuple(f"{name} {count}" for name, count in items)
 
 
 def _csv_check(ctx: StepContext, label: str, table: CsvTable) -> FileText:
@@ -92,39 +139,75 @@ def _access_input(source) -> AccessLog:
 
 
 def _notes(ctx: StepContext, source, note: str) -> tuple[str, ...]:
-    return (note,) if len(source.lines) != len(source.records) else ()
+    return (note,) if _malformed(source) else ()
+
+
+def _malformed(source) -> bool:
+    """Whether a log holds lines that are not records."""
+    return len(source.lines) != len(source.records)
+
+
+def _count_solution(path: str, out: str, select: str, field: int, *, numeric: bool = False,
+                    rank: str = "", top: int | None = None) -> str:
+    """`awk | sort | uniq -c` writing `KEY COUNT` lines; `rank` re-sorts, `top` cuts."""
+    head = f" | head -n {top}" if top else ""
+    return (f"awk '{select} {{print ${field}}}' {q(path)} | "
+            f"{'sort -n' if numeric else 'sort'} | uniq -c | "
+            f"awk '{{print $2, $1}}'{rank}{head} > {q(out)}")
+
+
+RANK = " | sort -k2,2nr -k1,1"
 
 
 def _count_report(ctx: StepContext, log, counts: Counter, *, out: str, sentence: str,
                   phrase: str, label: str, select: str, field: int, note: str,
                   alternative: str, ranked: bool = False, top: int | None = None,
-                  numeric: bool = False) -> StepResult:
+                  numeric: bool = False, rules: tuple[Rule, ...] = ()) -> StepResult:
     """A step that writes `KEY COUNT` lines: how many records share each value of a field.
 
     The caller keeps its own phrasings, output path, report phrase and check label; this
     builds the lines and the `awk | sort | uniq -c` solution. `select` is the awk condition
     on the records counted and `field` the awk field of the key. Lines are in key order
     (`numeric`: keys sorted as numbers), or `ranked`: most records first, ties by key, cut
-    to the first `top`. `alternative` is the step's other solution.
+    to the first `top`. `alternative` is the step's other solution, `rules` its rules.
     """
     if ranked:
-        items = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:top]
+        lines = _ranked(counts, top)
     else:
-        items = [(key, counts[key]) for key in sorted(counts)]
-    lines = tuple(f"{key} {count}" for key, count in items)
-    rank = " | sort -k2,2nr -k1,1" if ranked else ""
-    head = f" | head -n {top}" if top else ""
+        lines = tuple(f"{key} {counts[key]}" for key in sorted(counts))
     return StepResult(
         output=Report(path=out, phrase=phrase, lines=lines),
         instruction=sentence,
-        solution=(f"awk '{select} {{print ${field}}}' {q(log.path)} | "
-                  f"{'sort -n' if numeric else 'sort'} | uniq -c | "
-                  f"awk '{{print $2, $1}}'{rank}{head} > {q(out)}"),
-        alternative=alternative,
+        solution=_count_solution(log.path, out, select, field, numeric=numeric,
+                                 rank=RANK if ranked else "", top=top),
+        alternative=alternative, rules=rules,
         checks=[FileText(label, path=out, expected=lines_text(lines),
                          compare=ctx.compare(order_matters=ranked))],
         tools=("awk", "sort", "uniq", "head") if top else ("awk", "sort", "uniq"),
         notes=_notes(ctx, log, note))
+
+
+def _skip_rule(log, out: str, field: int, counts: Counter, *, select: str = "",
+               keep=None, numeric: bool = False, rank: str = "", top: int | None = None,
+               what: str = "log records") -> tuple[bool, Rule]:
+    """Malformed lines skipped, in a count report.
+
+    The mutant counts field `field` of every line (that `select`, an awk condition that
+    does not check the shape, keeps; `keep` is that condition in Python).
+    """
+    loose = Counter(_field(line, field) for line in log.lines if keep is None or keep(line))
+    exercised = _ranked(loose, top) != _ranked(counts, top) if rank else loose != counts
+    return exercised, Rule(
+        "skip-malformed", f"that lines which are not {what} are skipped",
+        _count_solution(log.path, out, select, field, numeric=numeric, rank=rank, top=top))
+
+
+def _awk_ge_500(line: str) -> bool:
+    """The awk test `$9 >= 500`: numerically for a numeric field, else as strings."""
+    value = _field(line, 9)
+    if re.fullmatch(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?", value):
+        return float(value) >= 500
+    return value >= "500"
 
 
 @primitive("logs.filter_level")
@@ -132,8 +215,18 @@ def filter_level(ctx: StepContext, source) -> StepResult:
     """Keep the records of one level."""
     log = _app_input(source)
     levels = sorted({r.level for r in log.records} - {"DEBUG"})
-    level = ctx.rng.choice(levels)
-    lines = tuple(r.line() for r in log.records if r.level == level)
+    compare = ctx.compare(order_matters=True)
+
+    def loose(level: str) -> tuple[str, ...]:  # `awk '$2 == LEVEL'`: cut-off lines too
+        return tuple(line for line in log.lines if _field(line, 2) == level)
+
+    def kept(level: str) -> tuple[str, ...]:
+        return tuple(r.line() for r in log.records if r.level == level)
+
+    # A level whose cut-off lines a filter on the second field alone would keep, if any.
+    level = ctx.rng.choice([lv for lv in levels if _differs(compare, loose(lv), kept(lv))]
+                           or levels)
+    lines = kept(level)
     if len(lines) == len(log.records):
         raise NotApplicable("every record has the same level")
     out = ctx.output_path(f"{level.lower()}-lines", "txt")
@@ -152,8 +245,24 @@ def filter_level(ctx: StepContext, source) -> StepResult:
                      f"< {q(log.path)} > {q(out)}"),
         checks=[FileText(f"`{out}` holds the {level} records", path=out,
                          expected=lines_text(lines),
-                         compare=ctx.compare(order_matters=True))],
-        tools=("awk",), notes=_notes(ctx, log, SKIP_APP))
+                         compare=compare)],
+        tools=("awk",), notes=_notes(ctx, log, SKIP_APP),
+        rules=_rules(
+            (True, Rule("level", f"that only the {level} records are kept",
+                        f"awk '{APP_AWK}' {q(log.path)} > {q(out)}")),
+            (_differs(compare, loose(level), lines),
+             Rule("skip-malformed", "that lines which are not complete log records are skipped",
+                  f"awk '$2 == \"{level}\"' {q(log.path)} > {q(out)}"))))
+
+
+def _order_rule(ctx: StepContext, log, out: str, select: str, field: int, counts: Counter,
+                by: str) -> tuple[bool, Rule]:
+    """Key order, in a count report whose checks see the order: the mutant ranks by count."""
+    naive = _ranked(counts)
+    expected = tuple(f"{key} {counts[key]}" for key in sorted(counts))
+    return (_differs(ctx.compare(), naive, expected),
+            Rule("order", f"that the lines are sorted by {by}",
+                 _count_solution(log.path, out, select, field, rank=" | sort -k2,2nr")))
 
 
 @primitive("logs.count_by_level")
@@ -175,6 +284,8 @@ def count_by_level(ctx: StepContext, source) -> StepResult:
         phrase=(f"the record count per level of {log.phrase} (`LEVEL COUNT` lines, levels in "
                 "alphabetical order)"),
         label=f"`{out}` counts records per level", select=APP_AWK, field=2, note=SKIP_APP,
+        rules=_rules(_skip_rule(log, out, 2, counts, what="complete log records"),
+                     _order_rule(ctx, log, out, APP_AWK, 2, counts, "level name")),
         alternative=ctx.python([log.path, out], f"""
 import collections, re, sys
 record = re.compile(rb'{PY_RECORD}')
@@ -193,9 +304,24 @@ def time_window(ctx: StepContext, source) -> StepResult:
     if len(log.records) < 6:
         raise NotApplicable("too few records for a window")
     stamps = sorted(r.timestamp for r in log.records)
-    first = ctx.rng.randint(1, len(stamps) // 3)
-    last = ctx.rng.randint(2 * len(stamps) // 3, len(stamps) - 1)
-    start, end = stamps[first], stamps[last]
+    compare = ctx.compare(order_matters=True)
+
+    def kept(start: str, end: str, *, inclusive=(True, False)) -> tuple[str, ...]:
+        return tuple(r.line() for r in log.records
+                     if (start <= r.timestamp if inclusive[0] else start < r.timestamp)
+                     and (r.timestamp <= end if inclusive[1] else r.timestamp < end))
+
+    def loose(start: str, end: str) -> tuple[str, ...]:  # every line, records or not
+        return tuple(line for line in log.lines if start <= _field(line, 1) < end)
+
+    # Both bounds are records' timestamps, so each bound's rule matters. Of a few drawn
+    # windows, the first holding a cut-off line (if any) makes skipping malformed lines
+    # matter too.
+    windows = [(stamps[ctx.rng.randint(1, len(stamps) // 3)],
+                stamps[ctx.rng.randint(2 * len(stamps) // 3, len(stamps) - 1)])
+               for _ in range(4)]
+    start, end = next((w for w in windows if _differs(compare, loose(*w), kept(*w))),
+                      windows[0])
     records = tuple(r for r in log.records if start <= r.timestamp < end)
     if len(records) < 3 or start == end:
         raise NotApplicable("window too narrow")
@@ -209,6 +335,11 @@ def time_window(ctx: StepContext, source) -> StepResult:
         f"{end}, in their original order.",
     ]) + ctx.hint("ISO timestamps compare as strings in awk")
     lines = tuple(r.line() for r in records)
+
+    def wrong(test: str, select: str = f"{APP_AWK} && ") -> str:
+        return (f"awk -v a={q(start)} -v b={q(end)} '{select}{test}' {q(log.path)} "
+                f"> {q(out)}")
+
     return StepResult(
         output=AppLog(path=out, phrase=f"the records of {log.phrase} between {start} and {end}",
                       lines=lines, records=records),
@@ -230,8 +361,18 @@ with open(sys.argv[1], 'rb') as src, open(sys.argv[2], 'wb') as dst:
 """),
         checks=[FileText(f"`{out}` holds the records of the window", path=out,
                          expected=lines_text(lines),
-                         compare=ctx.compare(order_matters=True))],
-        tools=("awk",), notes=_notes(ctx, log, SKIP_APP))
+                         compare=compare)],
+        tools=("awk",), notes=_notes(ctx, log, SKIP_APP),
+        rules=_rules(
+            (_differs(compare, kept(start, end, inclusive=(False, False)), lines),
+             Rule("start-inclusive", f"that records at exactly {start} are kept",
+                  wrong("$1 > a && $1 < b"))),
+            (_differs(compare, kept(start, end, inclusive=(True, True)), lines),
+             Rule("end-exclusive", f"that records at exactly {end} are left out",
+                  wrong("$1 >= a && $1 <= b"))),
+            (_differs(compare, loose(start, end), lines),
+             Rule("skip-malformed", "that lines which are not complete log records are skipped",
+                  wrong("$1 >= a && $1 < b", select="")))))
 
 
 @primitive("logs.extract_ids")
@@ -242,9 +383,25 @@ def extract_ids(ctx: StepContext, source) -> StepResult:
               if any(re.search(ID_PATTERN, r.line()) for r in log.records if r.level == lv)]
     if not levels:
         raise NotApplicable("no identifiers in the messages")
-    level = ctx.rng.choice(levels)
-    ids = tuple(found for r in log.records if r.level == level
-                for found in re.findall(ID_PATTERN, r.line()))
+    compare = ctx.compare(order_matters=True)
+
+    def found(lines) -> tuple[str, ...]:
+        return tuple(ident for line in lines for ident in re.findall(ID_PATTERN, line))
+
+    def exercised(level: str) -> set[str]:
+        """The rules whose mutants find other identifiers than the level's own."""
+        own = found(r.line() for r in log.records if r.level == level)
+        naive = {"level": found(r.line() for r in log.records),
+                 "keep-repeats": tuple(dict.fromkeys(own)),
+                 "skip-malformed": found(line for line in log.lines
+                                         if _field(line, 2) == level)}
+        return {name for name, ids in naive.items() if _differs(compare, ids, own)}
+
+    # A level where the most rules matter (other levels' ids, repeated ids).
+    most = max(len(exercised(lv)) for lv in levels)
+    level = ctx.rng.choice([lv for lv in levels if len(exercised(lv)) == most])
+    ids = found(r.line() for r in log.records if r.level == level)
+    matter = exercised(level)
     out = ctx.output_path(f"{level.lower()}-ids", "txt")
     sentence = ctx.phrase([
         f"Identifiers in {log.phrase} look like `a1234` (a letter a-f then four digits). "
@@ -269,8 +426,20 @@ def extract_ids(ctx: StepContext, source) -> StepResult:
                      f"< {q(log.path)} > {q(out)}"),
         checks=[FileText(f"`{out}` lists the {level} identifiers", path=out,
                          expected=lines_text(ids),
-                         compare=ctx.compare(order_matters=True))],
-        tools=("awk", "grep"), notes=_notes(ctx, log, SKIP_APP))
+                         compare=compare)],
+        tools=("awk", "grep"), notes=_notes(ctx, log, SKIP_APP),
+        rules=_rules(
+            ("level" in matter,
+             Rule("level", f"that only the {level} records' identifiers are listed",
+                  f"awk '{APP_AWK}' {q(log.path)} | grep -oE '{ID_PATTERN}' > {q(out)}")),
+            ("keep-repeats" in matter,
+             Rule("keep-repeats", "that repeated identifiers are listed each time",
+                  f"awk '{APP_AWK} && $2 == \"{level}\"' {q(log.path)} | "
+                  f"grep -oE '{ID_PATTERN}' | awk '!seen[$0]++' > {q(out)}")),
+            ("skip-malformed" in matter,
+             Rule("skip-malformed", "that lines which are not complete log records are skipped",
+                  f"awk '$2 == \"{level}\"' {q(log.path)} | grep -oE '{ID_PATTERN}' "
+                  f"> {q(out)}"))))
 
 
 @primitive("logs.to_csv")
@@ -295,16 +464,28 @@ def to_csv(ctx: StepContext, source) -> StepResult:
     ]) + ctx.hint("gawk's match() with capture groups")
     table = CsvTable(path=out, phrase=f"the records of {log.phrase} as CSV", header=header,
                      rows=rows)
+
+    def rows_awk(select: str, program: str) -> str:
+        return (f"{{ echo 'timestamp,level,component,message'; awk '{select}{{{program}}}' "
+                f"{q(log.path)}; }} > {q(out)}")
+
+    parsed = f"match($0, /^([^ ]+) ([A-Z]+) \\[([^]]+)\\] (.*)$/, m) && {APP_AWK} "
     return StepResult(
         output=table,
         instruction=sentence,
-        solution=(f"{{ echo 'timestamp,level,component,message'; awk 'match($0, "
-                  f"/^([^ ]+) ([A-Z]+) \\[([^]]+)\\] (.*)$/, m) && {APP_AWK} "
-                  f"{{print m[1] \",\" m[2] \",\" m[3] \",\" m[4]}}' {q(log.path)}; }} "
-                  f"> {q(out)}"),
+        solution=rows_awk(parsed, 'print m[1] "," m[2] "," m[3] "," m[4]'),
         alternative=_csv_alternative(ctx, log.path, table, PY_RECORD, "match.groups()"),
         checks=[_csv_check(ctx, f"`{out}` holds the records as CSV", table)],
-        tools=("awk",), notes=_notes(ctx, log, SKIP_APP))
+        tools=("awk",), notes=_notes(ctx, log, SKIP_APP),
+        rules=_rules(
+            (True, Rule("bare-component", "that the component is written without its brackets",
+                        rows_awk(parsed, 'print m[1] "," m[2] ",[" m[3] "]," m[4]'))),
+            # Every line split into fields: a line that is no record still makes a row.
+            (_malformed(log),
+             Rule("skip-malformed", "that lines which are not complete log records are skipped",
+                  rows_awk("", 'c=$3; gsub(/^\\[|\\]$/, "", c); msg=$0; '
+                               'sub(/^[^ ]* [^ ]* [^ ]* /, "", msg); '
+                               'print $1 "," $2 "," c "," msg')))))
 
 
 @primitive("logs.top_clients")
@@ -329,7 +510,13 @@ def top_clients(ctx: StepContext, source) -> StepResult:
         ctx, log, counts, out=out, sentence=sentence,
         phrase=f"the {top} busiest clients of {log.phrase} (`IP COUNT` lines, busiest first)",
         label=f"`{out}` ranks the top clients", select=ACCESS_AWK, field=1, note=SKIP_ACCESS,
-        ranked=True, top=top, alternative=ctx.python([log.path, out, str(top)], f"""
+        ranked=True, top=top, rules=_rules(
+            (True, Rule("top-n", f"that only the {top} busiest clients are listed",
+                        _count_solution(log.path, out, ACCESS_AWK, 1, rank=RANK))),
+            _rank_rule(ctx, log, out, ACCESS_AWK, 1, counts, top, "busiest"),
+            _tie_rule(log, out, ACCESS_AWK, 1, counts, top, "IP"),
+            _skip_rule(log, out, 1, counts, rank=RANK, top=top, what="requests")),
+        alternative=ctx.python([log.path, out, str(top)], f"""
 import collections, re, sys
 request = re.compile(r'{PY_REQUEST}')
 with open(sys.argv[1], encoding='utf-8', newline='\\n') as handle:
@@ -340,6 +527,29 @@ with open(sys.argv[2], 'w', encoding='utf-8') as out:
     for ip, count in ranked[:int(sys.argv[3])]:
         print(ip, count, file=out)
 """))
+
+
+def _rank_rule(ctx: StepContext, log, out: str, select: str, field: int, counts: Counter,
+               top: int | None, most: str) -> tuple[bool, Rule]:
+    """Most first, in a ranked count report: the mutant sorts the counts ascending."""
+    naive = tuple(f"{key} {count}" for key, count in
+                  sorted(counts.items(), key=lambda item: (item[1], item[0]))[:top])
+    return (_differs(ctx.compare(order_matters=True), naive, _ranked(counts, top)),
+            Rule("rank-order", f"that the {most} come first",
+                 _count_solution(log.path, out, select, field, rank=" | sort -k2,2n -k1,1",
+                                 top=top)))
+
+
+def _tie_rule(log, out: str, select: str, field: int, counts: Counter, top: int | None,
+              key: str) -> tuple[bool, Rule]:
+    """Ties by key ascending, in a ranked count report.
+
+    The mutant is `sort -rn` on the counts, which breaks ties by the key descending.
+    """
+    return (_ranked(counts, top, ties_reversed=True) != _ranked(counts, top),
+            Rule("tie-order", f"that equal counts are ordered by {key} ascending",
+                 _count_solution(log.path, out, select, field, rank=" | sort -k2,2nr -k1,1r",
+                                 top=top)))
 
 
 @primitive("logs.status_summary")
@@ -362,6 +572,11 @@ def status_summary(ctx: StepContext, source) -> StepResult:
                 "status code)"),
         label=f"`{out}` counts requests per status", select=ACCESS_AWK, field=9,
         note=SKIP_ACCESS, numeric=True,
+        rules=_rules(_skip_rule(log, out, 9, Counter({str(k): n for k, n in counts.items()}),
+                                numeric=True, what="requests"),
+                     _order_rule(ctx, log, out, ACCESS_AWK, 9,
+                                 Counter({str(k): n for k, n in counts.items()}),
+                                 "status code")),
         alternative=("perl -ne '$n{$1}++ if /^\\S+ \\S+ \\S+ \\[[^\\]]+\\] \"[^\"]*\" "
                      "(\\d{3}) (\\d+|-) /; END { print \"$_ $n{$_}\\n\" for sort "
                      f"{{ $a <=> $b }} keys %n }}' < {q(log.path)} > {q(out)}"))
@@ -389,7 +604,16 @@ def failing_paths(ctx: StepContext, source) -> StepResult:
         phrase=(f"the paths with server errors in {log.phrase} (`PATH COUNT` lines, most "
                 "errors first)"),
         label=f"`{out}` ranks paths by server errors", select=f"{ACCESS_AWK} && $9 >= 500",
-        field=7, note=SKIP_ACCESS, ranked=True, alternative=ctx.python([log.path, out], f"""
+        field=7, note=SKIP_ACCESS, ranked=True, rules=_rules(
+            (_ranked(Counter(r.path for r in log.records)) != _ranked(counts),
+             Rule("server-errors", "that only 5xx responses are counted",
+                  _count_solution(log.path, out, ACCESS_AWK, 7, rank=RANK))),
+            _rank_rule(ctx, log, out, f"{ACCESS_AWK} && $9 >= 500", 7, counts, None,
+                       "paths with the most failures"),
+            _tie_rule(log, out, f"{ACCESS_AWK} && $9 >= 500", 7, counts, None, "path"),
+            _skip_rule(log, out, 7, counts, select="$9 >= 500", keep=_awk_ge_500, rank=RANK,
+                       what="requests")),
+        alternative=ctx.python([log.path, out], f"""
 import re, sys
 request = re.compile(r'{PY_REQUEST}')
 failures = {{}}
@@ -425,13 +649,23 @@ def access_to_csv(ctx: StepContext, source) -> StepResult:
     ]) + ctx.hint("awk with gsub on the bracket")
     table = CsvTable(path=out, phrase=f"the requests of {log.phrase} as CSV", header=header,
                      rows=rows, numeric=("status", "bytes"))
+
+    def rows_awk(select: str, time: str = 't=$4; sub(/^\\[/, "", t)') -> str:
+        return (f"{{ echo 'ip,time,method,path,status,bytes'; awk '{select}{{{time}; m=$6; "
+                f"sub(/^\"/, \"\", m); print $1 \",\" t \",\" m \",\" $7 \",\" $9 \",\" $10}}' "
+                f"{q(log.path)}; }} > {q(out)}")
+
     return StepResult(
         output=table,
         instruction=sentence,
-        solution=(f"{{ echo 'ip,time,method,path,status,bytes'; awk '{ACCESS_AWK} "
-                  f"{{t=$4; sub(/^\\[/, \"\", t); m=$6; sub(/^\"/, \"\", m); "
-                  f"print $1 \",\" t \",\" m \",\" $7 \",\" $9 \",\" $10}}' {q(log.path)}; }} "
-                  f"> {q(out)}"),
+        solution=rows_awk(f"{ACCESS_AWK} "),
+        rules=_rules(
+            (True, Rule("bare-time", "that the time is written without the `+0000` offset",
+                        rows_awk(f"{ACCESS_AWK} ",
+                                 't=$4 " " $5; sub(/^\\[/, "", t); sub(/\\]$/, "", t)'))),
+            (_malformed(log),
+             Rule("skip-malformed", "that malformed lines which are not requests are skipped",
+                  rows_awk("")))),
         alternative=_csv_alternative(
             ctx, log.path, table, PY_REQUEST,
             "[match[1], match[2].split(' ')[0], match[3], match[4], match[5], match[6]]"),
@@ -468,12 +702,28 @@ def merge_sorted(ctx: StepContext, source) -> StepResult:
         "alphabetical file order, then original line order), records unchanged.",
     ]) + ctx.hint("sort -s -k1,1")
     lines = tuple(r.line() for r in merged)
+    compare = ctx.compare(order_matters=True)
+    each = f"for f in {q(logs.path)}/*.log; do awk '{APP_AWK}' \"$f\"; done"
+    concatenated = tuple(r.line() for log in ordered for r in log.records)
+    # `sort` without -s breaks ties by the whole line (bytes, in the C locale).
+    unstable = tuple(sorted(concatenated, key=lambda line: (line.split(" ", 1)[0],
+                                                            line.encode())))
     return StepResult(
         output=AppLog(path=out, phrase=f"all records of {logs.phrase} merged by time",
                       lines=lines, records=tuple(merged)),
         instruction=sentence,
-        solution=(f"for f in {q(logs.path)}/*.log; do awk '{APP_AWK}' \"$f\"; done | "
-                  f"sort -s -k1,1 > {q(out)}"),
+        solution=f"{each} | sort -s -k1,1 > {q(out)}",
+        rules=_rules(
+            (_differs(compare, concatenated, lines),
+             Rule("time-order", "that the records are ordered by timestamp",
+                  f"{each} > {q(out)}")),
+            (_differs(compare, unstable, lines),
+             Rule("stable", "that records with the same timestamp keep file-name and line "
+                            "order", f"{each} | LC_ALL=C sort -k1,1 > {q(out)}")),
+            (any(_malformed(log) for log in ordered),
+             Rule("skip-malformed", "that lines which are not complete log records are skipped",
+                  f"for f in {q(logs.path)}/*.log; do cat \"$f\"; done | sort -s -k1,1 "
+                  f"> {q(out)}"))),
         alternative=ctx.python([logs.path, out], f"""
 import os, re, sys
 from datetime import datetime
@@ -496,7 +746,7 @@ with open(sys.argv[2], 'wb') as out:
 """),
         checks=[FileText(f"`{out}` is the time-ordered merge", path=out,
                          expected=lines_text(lines),
-                         compare=ctx.compare(order_matters=True))],
+                         compare=compare)],
         tools=("awk", "sort"), notes=(SKIP_APP,))
 
 
@@ -507,6 +757,9 @@ def error_summary(ctx: StepContext, source) -> StepResult:
     ordered = sorted(logs.logs, key=lambda log: log.path)
     lines = tuple(f"{_service(log.path)} {sum(r.level == 'ERROR' for r in log.records)}"
                   for log in ordered)
+    loose = tuple(f"{_service(log.path)} {sum(_field(line, 2) == 'ERROR' for line in log.lines)}"
+                  for log in ordered)
+    compare = ctx.compare()
     if all(line.endswith(" 0") for line in lines):
         raise NotApplicable("no errors anywhere")
     out = ctx.output_path("errors-per-service", "txt")
@@ -521,15 +774,30 @@ def error_summary(ctx: StepContext, source) -> StepResult:
         f"for every .log file in `{logs.path}` (SERVICE: the file name without `.log`), "
         "sorted by service name, zeros included.",
     ]) + ctx.hint("a for loop with awk | wc -l")
+
+    def counted(select: str, after: str = "") -> str:
+        return (f"for f in {q(logs.path)}/*.log; do printf '%s %s\\n' "
+                f"\"$(basename \"$f\" .log)\" \"$(awk '{select}$2 == \"ERROR\"' \"$f\" "
+                f"| wc -l)\"; done{after} > {q(out)}")
+
     return StepResult(
         output=Report(
             path=out, phrase=(f"the ERROR count of each service in {logs.phrase} (`SERVICE COUNT` "
                                "lines, by service name)"),
             lines=lines),
         instruction=sentence,
-        solution=(f"for f in {q(logs.path)}/*.log; do printf '%s %s\\n' "
-                  f"\"$(basename \"$f\" .log)\" \"$(awk '{APP_AWK} && $2 == \"ERROR\"' \"$f\" "
-                  f"| wc -l)\"; done > {q(out)}"),
+        solution=counted(APP_AWK + " && "),
+        rules=_rules(
+            (_differs(compare, tuple(line for line in lines if not line.endswith(" 0")), lines),
+             Rule("zero-counts", "that services without errors are listed with 0",
+                  counted(APP_AWK + " && ", " | awk '$2 != 0'"))),
+            (_differs(compare, loose, lines),
+             Rule("skip-malformed", "that lines which are not complete log records are skipped",
+                  counted(""))),
+            (_differs(compare, _ranked(Counter({service: int(count) for service, count in
+                                                map(str.split, lines)})), lines),
+             Rule("order", "that the services are in alphabetical order",
+                  counted(APP_AWK + " && ", " | sort -k2,2nr")))),
         alternative=(f"find {q(logs.path)} -maxdepth 1 -type f -name '*.log' -exec perl -e '"
                      "my %errors; for my $file (@ARGV) { "
                      "(my $name = $file) =~ s!^.*/|\\.log$!!g; $errors{$name} = 0; "
@@ -539,7 +807,7 @@ def error_summary(ctx: StepContext, source) -> StepResult:
                      f"> {q(out)}"),
         checks=[FileText(f"`{out}` counts errors per service", path=out,
                          expected=lines_text(lines),
-                         compare=ctx.compare())],
+                         compare=compare)],
         tools=("awk", "wc"), notes=(SKIP_APP,))
 
 
@@ -559,9 +827,13 @@ def rotate_keep(ctx: StepContext, source) -> StepResult:
                if p.startswith(logs.path + "/") and "/" not in p[len(logs.path) + 1:]
                and not p.endswith(".log")]
     rotated = []
-    for log in sorted(logs.logs, key=lambda item: item.path):
+    ordered = sorted(logs.logs, key=lambda item: item.path)
+    full = ctx.rng.randrange(len(ordered))  # one log has all its generations: one is dropped
+    shifted = False  # whether some generation moves up (to a number within the limit)
+    for position, log in enumerate(ordered):
         name = log.path.rsplit("/", 1)[-1]
-        existing = ctx.rng.randint(0, keep)
+        existing = keep if position == full else ctx.rng.randint(0, keep)
+        shifted = shifted or (existing >= 1 and keep >= 2)
         generations = {}
         for number in range(1, existing + 1):
             content = f"{name} generation {number}\n".encode()
@@ -589,17 +861,21 @@ def rotate_keep(ctx: StepContext, source) -> StepResult:
         f"`.{keep}.gz`), compress `X.log` into `X.log.1.gz` and leave `X.log` empty. Other "
         "files stay as they are.",
     ]) + ctx.hint("a loop with mv and gzip -c")
-    solution = (
-        f"cd {q(logs.path)}\n"
-        "for f in *.log; do\n"
-        f"  rm -f \"$f.{keep}.gz\"\n"
-        f"  for n in $(seq {keep - 1} -1 1); do\n"
-        "    if [ -e \"$f.$n.gz\" ]; then mv \"$f.$n.gz\" \"$f.$((n + 1)).gz\"; fi\n"
-        "  done\n"
-        "  gzip -c \"$f\" > \"$f.1.gz\"\n"
-        "  : > \"$f\"\n"
-        "done\n"
-        "cd - >/dev/null")
+
+    def rotation(*, limit: bool = True, shift: bool = True, truncate: bool = True) -> str:
+        lines = [f"cd {q(logs.path)}", "for f in *.log; do"]
+        if limit:
+            lines.append(f"  rm -f \"$f.{keep}.gz\"")
+        if shift:
+            lines += [f"  for n in $(seq {keep - 1 if limit else keep} -1 1); do",
+                      "    if [ -e \"$f.$n.gz\" ]; then mv \"$f.$n.gz\" \"$f.$((n + 1)).gz\"; fi",
+                      "  done"]
+        lines.append("  gzip -c \"$f\" > \"$f.1.gz\"")
+        if truncate:
+            lines.append("  : > \"$f\"")
+        return "\n".join([*lines, "done", "cd - >/dev/null"])
+
+    solution = rotation()
     # logrotate itself, forced, with `copytruncate` (copy to X.log.1, compress, truncate).
     config = [f'"{logs.path}/*.log" {{', f"    rotate {keep}", "    compress",
               "    copytruncate", "}"]
@@ -611,6 +887,14 @@ def rotate_keep(ctx: StepContext, source) -> StepResult:
         output=LogDir(path=logs.path, phrase=f"the rotated logs in `{logs.path}`",
                       logs=tuple(rotated), mtimes=tuple(None for _ in rotated)),
         instruction=sentence, solution=solution, alternative=alternative,
+        rules=_rules(
+            (True, Rule("keep-limit", f"that generations above {keep} are deleted",
+                        rotation(limit=False))),
+            (shifted, Rule("shift", "that the older generations move up by one",
+                           rotation(limit=False, shift=False))),
+            (any(log.lines for log in ordered),
+             Rule("truncate", "that each log is emptied after it is compressed",
+                  rotation(truncate=False)))),
         checks=[TreeListing(f"`{logs.path}` holds the rotated generations", root=logs.path,
                             expected=tuple(names)),
                 GzipContents.of("the generations hold the right logs", expected_files),
@@ -648,6 +932,11 @@ def compress_old(ctx: StepContext, source) -> StepResult:
         instruction=sentence,
         solution=(f"find {q(logs.path)} -maxdepth 1 -name '*.log' ! -newermt @{cutoff} "
                   "-exec gzip {} +"),
+        rules=(Rule("cutoff", f"that only logs older than {_stamp(cutoff)} are compressed",
+                    f"find {q(logs.path)} -maxdepth 1 -name '*.log' -exec gzip {{}} +"),
+               Rule("replace", "that each compressed log replaces its original",
+                    f"find {q(logs.path)} -maxdepth 1 -name '*.log' ! -newermt @{cutoff} "
+                    "-exec gzip -k {} +")),
         alternative=ctx.python([logs.path, _stamp(cutoff)], """
 import gzip, os, shutil, sys
 from datetime import datetime, timezone

@@ -20,8 +20,13 @@ from taskloom.generators.procedural.checks import (
     PathState,
     UsersExist,
 )
-from taskloom.generators.procedural.primitives._trees import sha256
-from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
+from taskloom.generators.procedural.primitives._trees import report_rules, sha256
+from taskloom.generators.procedural.primitives.base import (
+    Rule,
+    StepContext,
+    StepResult,
+    primitive,
+)
 from taskloom.generators.procedural.world import DAY, EPOCH_NOW, lines_text, q
 
 # Policies whose modes survive `cp` under umask 022, so copies made later still match.
@@ -211,7 +216,13 @@ def set_modes(ctx: StepContext, source) -> StepResult:
     """Directories, scripts and other files each get their mode."""
     tree = _tree(source)
     files = list(tree.files)
+    dirs = _dirs(tree)
+    folder_modes: dict[str, int] = {}  # known only for a tree made by the task's source
     if ctx.step == 1:  # a neglected tree: a few scripts, modes all over the place
+        for folder in dirs:  # the top one group-writable, whatever the policy
+            folder_modes[folder] = ctx.rng.choice(
+                (0o775, 0o770) if not folder else (0o700, 0o750, 0o755, 0o775, 0o777))
+            ctx.world.mkdir(f"{tree.path}/{folder}".rstrip("/"), mode=folder_modes[folder])
         folders = sorted({posixpath.dirname(f.relpath) for f in files})
         for number in range(ctx.rng.randint(1, 3)):
             folder = ctx.rng.choice(folders)
@@ -232,7 +243,6 @@ def set_modes(ctx: StepContext, source) -> StepResult:
         raise NotApplicable("the modes are already right")
     directory, script, data = ctx.rng.choice(policies)
     result = [replace(f, mode=script if _is_script(f.relpath) else data) for f in files]
-    dirs = _dirs(tree)
     sentence = ctx.phrase([
         f"Fix the permissions under {tree.phrase}: the directory itself and every directory "
         f"below it get mode {directory:04o}, every file whose name ends in `.sh` gets "
@@ -245,10 +255,26 @@ def set_modes(ctx: StepContext, source) -> StepResult:
         "file.",
     ]) + ctx.hint("find -type d / -type f with -exec chmod")
     root = q(tree.path)
-    solution = "\n".join([
-        f"find {root} -type d -exec chmod {directory:o} {{}} +",
-        f"find {root} -type f -name '*.sh' -exec chmod {script:o} {{}} +",
-        f"find {root} -type f ! -name '*.sh' -exec chmod {data:o} {{}} +"])
+    for_dirs = f"find {root} -type d -exec chmod {directory:o} {{}} +"
+    for_scripts = f"find {root} -type f -name '*.sh' -exec chmod {script:o} {{}} +"
+    for_data = f"find {root} -type f ! -name '*.sh' -exec chmod {data:o} {{}} +"
+    solution = "\n".join([for_dirs, for_scripts, for_data])
+    wrong = [  # (name, stated, solution ignoring it, whether its modes differ)
+        ("scripts", "that `.sh` files get their own mode",
+         f"{for_dirs}\nfind {root} -type f -exec chmod {data:o} {{}} +",
+         any(_is_script(f.relpath) for f in files)),
+        ("directories", "that directories get their mode", f"{for_scripts}\n{for_data}",
+         any(mode != directory for mode in folder_modes.values())),
+        ("top-dir", "that the directory itself gets the directory mode too",
+         f"find {root} -mindepth 1 -type d -exec chmod {directory:o} {{}} +\n"
+         f"{for_scripts}\n{for_data}", folder_modes.get("", directory) != directory),
+        ("hidden", "that hidden files get the mode of the other files too",
+         f"{for_dirs}\n{for_scripts}\n"
+         f"find {root} -type f ! -name '*.sh' ! -name '.*' -exec chmod {data:o} {{}} +",
+         ctx.step == 1 and any(f.mode != data for f in files
+                               if posixpath.basename(f.relpath).startswith(".")
+                               and not _is_script(f.relpath))),
+    ]
     alternative = ctx.python(
         [tree.path, f"{directory:o}", f"{script:o}", f"{data:o}"],
         "import os, stat, sys\n"
@@ -272,7 +298,9 @@ def set_modes(ctx: StepContext, source) -> StepResult:
                           root=tree.path,
                           files=tuple((f.relpath, sha256(f.content), f.mode) for f in result),
                           dirs=tuple((d, directory) for d in dirs), complete=ctx.final)],
-        tools=("find", "chmod"), side_effect=True)
+        tools=("find", "chmod"), side_effect=True,
+        rules=tuple(Rule(name, stated, ignored) for name, stated, ignored, seen in wrong
+                    if seen))
 
 
 @primitive("perms.chown_tree")
@@ -299,12 +327,28 @@ def chown_tree(ctx: StepContext, source) -> StepResult:
         f"Set up {account}. The directory {tree.path}, recursively, must then be owned by "
         f"`{user}` with group `{group}`.",
     ]) + ctx.hint("useradd --system, chown -R")
+
+    def create(options: str = f"--system --no-create-home --shell {NOLOGIN}") -> str:
+        if team:
+            return (f"getent group {q(group)} >/dev/null || groupadd {q(group)}\n"
+                    f"useradd {options} -g {q(group)} {q(user)}")
+        return f"useradd {options} --user-group {q(user)}"
+
+    owner = f"{q(user)}:{q(group)}"
+    solution = f"{create()}\nchown -R {owner} {q(tree.path)}"
+    rules = [
+        Rule("recursive", "that everything below the directory changes owner too",
+             f"{create()}\nchown {owner} {q(tree.path)}"),
+        Rule("system", "that the account is a system account (UID below 1000)",
+             f"{create(f'--no-create-home --shell {NOLOGIN}')}\n"
+             f"chown -R {owner} {q(tree.path)}"),
+        Rule("shell", f"that the login shell is {NOLOGIN}",
+             f"{create('--system --no-create-home')}\nchown -R {owner} {q(tree.path)}"),
+    ]
     if team:
-        create = (f"getent group {q(group)} >/dev/null || groupadd {q(group)}\n"
-                  f"useradd --system --no-create-home --shell {NOLOGIN} -g {q(group)} {q(user)}")
-    else:
-        create = f"useradd --system --no-create-home --shell {NOLOGIN} --user-group {q(user)}"
-    solution = f"{create}\nchown -R {q(user)}:{q(group)} {q(tree.path)}"
+        rules.append(Rule("group", f"that the primary group is `{group}`",
+                          f"useradd --system --no-create-home --shell {NOLOGIN} --user-group "
+                          f"{q(user)}\nchown -R {q(user)}: {q(tree.path)}"))
     # A system group made first (the reference's may be a regular one), a home that is
     # never created, and the ownership set by walking the tree in Python.
     chown = ctx.python([tree.path, user, group],
@@ -330,7 +374,7 @@ def chown_tree(ctx: StepContext, source) -> StepResult:
                            paths=tuple(d for d in _dirs(tree) if d) +
                            tuple(f.relpath for f in tree.files), user=user, group=group,
                            complete=ctx.final)],
-        tools=("useradd", "chown"), side_effect=True)
+        tools=("useradd", "chown"), side_effect=True, rules=tuple(rules))
 
 
 @primitive("perms.find_world_writable")
@@ -343,26 +387,52 @@ def find_world_writable(ctx: StepContext, source) -> StepResult:
         for position, index in enumerate(picks):
             pool = WORLD_WRITABLE if position % 2 == 0 else GROUP_WRITABLE
             files[index] = _retouch(ctx, tree, files[index], mode=ctx.rng.choice(pool))
-        if ctx.difficulty.noise >= 2:
-            folders = sorted({posixpath.dirname(f.relpath) for f in files} - {""})
-            if folders:
-                ctx.world.mkdir(f"{tree.path}/{ctx.rng.choice(folders)}", mode=0o777)
+    open_dirs = []  # world-writable folders (known only for a tree made by the task's source)
+    if ctx.step == 1 and ctx.difficulty.noise >= 2:
+        folders = sorted({posixpath.dirname(f.relpath) for f in files} - {""})
+        if folders:
+            open_dirs.append(ctx.rng.choice(folders))
+            ctx.world.mkdir(f"{tree.path}/{open_dirs[0]}", mode=0o777)
     found = sorted((f for f in files if f.mode & 0o002), key=lambda f: f.relpath.encode())
     if not found:
         raise NotApplicable("no world-writable file")
     out = ctx.output_path("world-writable", "txt")
     relative = ctx.rng.random() < 0.5
+
+    def report(entries, by_line: bool = False) -> list[str]:
+        """The lines for some (relpath, mode) entries (`by_line`: sorted as whole lines)."""
+        if not relative:
+            return sorted(f"{tree.path}/{relpath}" for relpath, _ in entries)
+        rows = sorted(entries, key=lambda entry: entry[0].encode())
+        lines = [f"{mode:o} {relpath}" for relpath, mode in rows]
+        return sorted(lines) if by_line else lines
+
+    def listing(tests: str = "-type f -perm -o+w", order: str = "-t ' ' -k2") -> str:
+        if relative:
+            return (f"find {q(tree.path)} {tests} -printf '%m %P\\n' | "
+                    f"LC_ALL=C sort {order} > {q(out)}")
+        return f"find {q(tree.path)} {tests} | LC_ALL=C sort > {q(out)}"
+
+    lines = tuple(report((f.relpath, f.mode) for f in found))
     if relative:
-        lines = tuple(f"{f.mode:o} {f.relpath}" for f in found)
         layout = (f"one line per file: its permission bits in octal as `stat -c %a` prints "
                   f"them (like `666`), a space, then its path relative to {tree.path} (no "
                   "leading `./`); lines sorted by path in byte order")
-        solution = (f"find {q(tree.path)} -type f -perm -o+w -printf '%m %P\\n' | "
-                    f"LC_ALL=C sort -t ' ' -k2 > {q(out)}")
     else:
-        lines = tuple(f"{tree.path}/{f.relpath}" for f in found)
         layout = "the absolute path of each such file, one per line, sorted in byte order"
-        solution = f"find {q(tree.path)} -type f -perm -o+w | LC_ALL=C sort > {q(out)}"
+    solution = listing()
+    compare = ctx.compare()
+    wrong = [  # (name, stated, solution ignoring it, the lines it writes)
+        ("others", "that only the write bit for others counts (not the group's)",
+         listing(tests="-type f -perm /go+w"),
+         report((f.relpath, f.mode) for f in files if f.mode & 0o022)),
+        ("files-only", "that directories do not count", listing(tests="-perm -o+w"),
+         report([(f.relpath, f.mode) for f in found] + [(d, 0o777) for d in open_dirs])),
+    ]
+    if relative:
+        wrong.append(("sort-by-path", "that the lines are sorted by path",
+                      listing(order=""), report(((f.relpath, f.mode) for f in found),
+                                                by_line=True)))
     alternative = ctx.python(
         [tree.path, out, "relative" if relative else "absolute"],
         "import os, stat, sys\n"
@@ -391,9 +461,9 @@ def find_world_writable(ctx: StepContext, source) -> StepResult:
                       lines=lines),
         instruction=sentence, solution=solution, alternative=alternative,
         checks=[FileText(f"{out} lists the world-writable files", path=out,
-                         expected=lines_text(lines),
-                         compare=ctx.compare())],
-        tools=("find", "sort"))
+                         expected=lines_text(lines), compare=compare)],
+        tools=("find", "sort"),
+        rules=report_rules(compare, lines, wrong))
 
 
 def username(name: str) -> str:
@@ -462,14 +532,39 @@ def create_from_csv(ctx: StepContext, source) -> StepResult:
         f"/home/USERNAME and shell /bin/bash; the account {membership}. People not selected "
         "get no account.",
     ]) + ctx.hint("awk -F, then useradd -m, groupadd and usermod -aG in a loop")
-    solution = (
-        f"awk -F, 'NR > 1 && {condition} {{print ${person + 1} \",\" ${team + 1}}}' "
-        f"{q(table.path)} | while IFS=, read -r name group; do\n"
-        "  user=$(printf '%s' \"$name\" | tr 'A-Z' 'a-z' | tr -cd 'a-z')\n"
-        "  getent group \"$group\" >/dev/null || groupadd \"$group\"\n"
-        "  id -u \"$user\" >/dev/null 2>&1 || useradd -m -s /bin/bash \"$user\"\n"
-        "  usermod -aG \"$group\" \"$user\"\n"
-        "done")
+
+    def onboard(select: str = condition, login: str = "tr 'A-Z' 'a-z' | tr -cd 'a-z'",
+                home: str = "-m ") -> str:
+        return (
+            f"awk -F, 'NR > 1 && {select} {{print ${person + 1} \",\" ${team + 1}}}' "
+            f"{q(table.path)} | while IFS=, read -r name group; do\n"
+            f"  user=$(printf '%s' \"$name\" | {login})\n"
+            "  getent group \"$group\" >/dev/null || groupadd \"$group\"\n"
+            f"  id -u \"$user\" >/dev/null 2>&1 || useradd {home}-s /bin/bash \"$user\"\n"
+            "  usermod -aG \"$group\" \"$user\"\n"
+            "done")
+
+    def falls_short(login) -> bool:
+        """Whether accounts named by `login` miss an expected account or group."""
+        made: dict[str, set[str]] = {}
+        for row in chosen:
+            made.setdefault(login(row[person]), set()).add(row[team])
+        return any(not set(groups) <= made.get(name, set()) for name, _, groups in users)
+
+    def ascii_lower(text: str) -> str:  # what `tr 'A-Z' 'a-z'` does
+        return "".join(c.lower() if "A" <= c <= "Z" else c for c in text)
+
+    solution = onboard()
+    rules = [Rule("home", "that each account gets a home directory", onboard(home=""))]
+    if absent:
+        rules.append(Rule("selection", f"that only the selected people ({which}) get accounts",
+                          onboard(select="1")))
+    if falls_short(ascii_lower):
+        rules.append(Rule("strip", "that every character other than a-z is removed",
+                          onboard(login="tr 'A-Z' 'a-z'")))
+    if falls_short(lambda name: "".join(c for c in name if c.isascii() and c.isalpha())):
+        rules.append(Rule("lowercase", "that the username is in lower case",
+                          onboard(login="tr -cd 'A-Za-z'")))
     # Python's csv module selects the rows; each new account gets its (first) department as
     # its primary group, the others as supplementary ones, in one useradd call.
     alternative = ctx.python(
@@ -516,4 +611,4 @@ def create_from_csv(ctx: StepContext, source) -> StepResult:
         output=Accounts(path="/etc/passwd", phrase=f"the accounts of {which} in "
                         f"{table.phrase}", users=users),
         instruction=sentence, solution=solution, alternative=alternative, checks=checks,
-        tools=("awk", "useradd", "groupadd", "usermod"), side_effect=True)
+        tools=("awk", "useradd", "groupadd", "usermod"), side_effect=True, rules=tuple(rules))

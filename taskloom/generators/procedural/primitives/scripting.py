@@ -18,7 +18,12 @@ from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import FileTree, Script, TextFile, TreeFile
 from taskloom.generators.procedural.checks import Assertion, Modes
 from taskloom.generators.procedural.primitives._trees import extension, is_hidden, sha256
-from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
+from taskloom.generators.procedural.primitives.base import (
+    Rule,
+    StepContext,
+    StepResult,
+    primitive,
+)
 from taskloom.generators.procedural.world import lines_text, q
 
 TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9]{2,}")
@@ -102,11 +107,16 @@ class ConvertedTree(Assertion):
 
     root: str = ""
     files: tuple[tuple[str, str, str], ...] = ()  # (relpath, original sha256, new sha256)
+    others: tuple[str, ...] = ()  # sha256 of files that must not be copied (nor converted)
+    originals: tuple[tuple[str, str], ...] = ()  # (path, sha256) of originals left alone
 
     def body(self) -> list[str]:
         """Digest every file under the root, then compare by path and by content."""
         gone = {old for _, old, _ in self.files} - {new for _, _, new in self.files}
         return [
+            f"for path, digest in {[list(o) for o in self.originals]!r}:",
+            "    assert hashlib.sha256(Path(path).read_bytes()).hexdigest() == digest, "
+            "f'original changed: {path}'",
             f"root = Path({self.root!r})",
             "assert root.is_dir(), root",
             "found = {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() "
@@ -118,11 +128,14 @@ class ConvertedTree(Assertion):
             "left = sorted(rel for rel, digest in found.items() if digest in gone)",
             "assert not left, f'copies left unconverted: {left}'",
             f"missing = set({sorted({new for _, _, new in self.files})!r}) - set(found.values())",
-            "assert not missing, f'{len(missing)} converted files are missing'"]
+            "assert not missing, f'{len(missing)} converted files are missing'",
+            f"others = set({sorted(self.others)!r})",
+            "copied = sorted(rel for rel, digest in found.items() if digest in others)",
+            "assert not copied, f'files of other kinds copied: {copied}'"]
 
     def reads(self) -> tuple[str, ...]:
-        """The tree."""
-        return (self.root,)
+        """The tree, and the originals."""
+        return (self.root, *(path for path, _ in self.originals))
 
 
 @primitive("script.batch_convert")
@@ -162,6 +175,11 @@ def batch_convert(ctx: StepContext, source) -> StepResult:
         change = f"data = data.replace(os.fsencode({word!r}), os.fsencode({new!r}))"
         command = f"sed 's/{word}/{new}/g' \"$f\""
         hint = "find -print0 | while read, sed"
+        twice = any(line.count(word.encode()) > 1 for f in targets
+                    for line in f.content.split(b"\n"))
+        # without the g flag only a line's first occurrence is replaced
+        mistake = ("every-occurrence", "that every occurrence on a line is replaced",
+                   f"sed 's/{word}/{new}/' \"$f\"") if twice else None
     elif kind == "header":
         header = f"# Managed by {ctx.domain.org}; do not edit by hand."
 
@@ -173,6 +191,10 @@ def batch_convert(ctx: StepContext, source) -> StepResult:
         change = f"data = os.fsencode({header!r}) + b'\\n' + data"
         command = f"{{ printf '%s\\n' {q(header)}; cat \"$f\"; }}"
         hint = "find -print0 | while read, printf and cat"
+        # sed's `1i` inserts before line 1: an empty file, with no line, stays empty
+        mistake = ("empty-file", "that an empty file becomes just the header line",
+                   f"sed {q('1i ' + header)} \"$f\"") \
+            if any(not f.content for f in targets) else None
     else:  # the files came from Windows: make the generated ones CRLF first
         converted = []
         for item in targets:
@@ -189,6 +211,7 @@ def batch_convert(ctx: StepContext, source) -> StepResult:
         change = "data = data.replace(b'\\r\\n', b'\\n')"
         command = "sed 's/\\r$//' \"$f\""
         hint = "find -print0 | while read, sed 's/\\r$//'"
+        mistake = None
     dest = ctx.output_path(f"converted-{ext}", "")
     result = tuple(TreeFile(f.relpath, convert(f.content), 0o644, None) for f in targets)
     if all(a.content == b.content for a, b in zip(targets, result, strict=True)):
@@ -205,13 +228,40 @@ def batch_convert(ctx: StepContext, source) -> StepResult:
         f"path relative to {tree.path}, with {what}. Leave the source files as they are and "
         "copy nothing else.",
     ]) + ctx.hint(hint)
-    solution = (f"src={q(tree.path)}; dest={q(dest)}\n"
-                f"find \"$src\" -type f -name {q('*.' + ext)} -print0 | "
+    def loop(find: str = f"-type f -name {q('*.' + ext)}",
+             write: str = f"{command} > \"$dest/$rel\"") -> str:
+        return (f"src={q(tree.path)}; dest={q(dest)}\n"
+                f"find \"$src\" {find} -print0 | "
                 "while IFS= read -r -d '' f; do\n"
                 "  rel=\"${f#\"$src\"/}\"\n"
                 "  mkdir -p \"$dest/$(dirname \"$rel\")\"\n"
-                f"  {command} > \"$dest/$rel\"\n"
+                f"  {write}\n"
                 "done")
+
+    solution = loop()
+    wanted = {f.relpath for f in targets}
+    others = [f for f in tree.files if f.relpath not in wanted]
+    kept = {sha256(f.content) for f in targets} | {sha256(f.content) for f in result}
+    forbidden = {sha256(data) for f in others for data in (f.content, convert(f.content))}
+    forbidden -= kept
+    # the originals are checked where the instruction names their folder
+    originals = tuple((f"{tree.path}/{f.relpath}", sha256(f.content)) for f in targets) \
+        if tree.path in tree.phrase else ()
+    rules = []
+    top = {sha256(b.content) for b in result if "/" not in b.relpath}
+    if {sha256(b.content) for b in result} - top:  # copies in subfolders are checked
+        rules.append(Rule("subfolders", "the files in subfolders",
+                          loop(find=f"-maxdepth 1 -type f -name {q('*.' + ext)}")))
+    if any(sha256(convert(f.content)) in forbidden for f in others if _plain(f.content)):
+        rules.append(Rule("only-ext", f"that only the *.{ext} files are copied",
+                          loop(find="-type f")))
+    if mistake:
+        rules.append(Rule(mistake[0], mistake[1],
+                          loop(write=f"{mistake[2]} > \"$dest/$rel\"")))
+    if originals:  # converted in place, then copied
+        rules.append(Rule("originals", "that the originals stay unchanged",
+                          loop(write=f"{command} > \"$f.tmp\" && mv \"$f.tmp\" \"$f\"\n"
+                                     "  cp \"$f\" \"$dest/$rel\"")))
     # Python walks the tree (the files found first, then written) and converts the bytes.
     alternative = ctx.python(
         [tree.path, dest, ext],
@@ -235,8 +285,18 @@ def batch_convert(ctx: StepContext, source) -> StepResult:
         instruction=sentence, solution=solution, alternative=alternative,
         checks=[ConvertedTree(f"{dest} holds the converted *.{ext} files", root=dest,
                               files=tuple((a.relpath, sha256(a.content), sha256(b.content))
-                                          for a, b in zip(targets, result, strict=True)))],
-        tools=("find", "bash", "sed"))
+                                          for a, b in zip(targets, result, strict=True)),
+                              others=tuple(sorted(forbidden)), originals=originals)],
+        tools=("find", "bash", "sed"), rules=tuple(rules))
+
+
+def _plain(data: bytes) -> bool:
+    """Text sed turns into what Python's bytes operations do: UTF-8, no CR, no NUL."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return b"\r" not in data and b"\0" not in data
 
 
 def _top(lines: list[str], count: int) -> str:
@@ -337,12 +397,76 @@ def _run_tool(kind: str, args: tuple[str, ...], lines: list[str]) -> str:
 
 
 def _fixture(ctx: StepContext) -> list[str]:
-    """A small file of the tool's own, with repeats and a dot that is not a pattern."""
+    """A small file of the tool's own.
+
+    It has repeats, equal counts, a blank line, a dot that is not a pattern and the words
+    in other case, so each rule of the contracts changes some output.
+    """
     words = ctx.rng.sample(ctx.domain.words, 3)
     lines = [f"{words[0]} build 1.2 ok", f"{words[1]} build 102 ok", words[2], "",
-             f"{words[0]} build 1.2 ok", words[2], f"  {words[1]} *", words[2]]
+             f"{words[0]} build 1.2 ok", words[2], f"  {words[1]} *", words[2],
+             " ".join(w.capitalize() if i % 2 else w.upper() for i, w in enumerate(words))
+             + " restarted"]
     ctx.rng.shuffle(lines)
     return lines
+
+
+def _fold(text: str) -> str:
+    """ASCII letters in lower case (what `grep -i` folds in the C locale)."""
+    return text.translate(str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+                                        "abcdefghijklmnopqrstuvwxyz"))
+
+
+def _run_mistake(kind: str, mistake: str, args: tuple[str, ...], lines: list[str]) -> str:
+    """What a tool with this mistake prints for the arguments of a successful run."""
+    if mistake in ("fixed-string", "case-sensitive"):
+        word = args[0]
+
+        def has(line: str) -> bool:
+            if mistake == "fixed-string":  # a BRE: the words and `1.2` mean the same in re
+                return re.search(word, line) is not None
+            return _fold(word) in _fold(line)
+
+        if kind == "count":
+            return f"{sum(has(line) for line in lines)}\n"
+        return lines_text(f"{n}:{line}" for n, line in enumerate(lines, 1) if has(line))
+    if mistake == "non-blank":
+        counts = Counter(lines)
+        ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0].encode()))
+        return lines_text(f"{n} {line}" for line, n in ranked[:int(args[0])])
+    if mistake == "ties":  # `sort -rn`: equal counts in reverse byte order of the line
+        counts = Counter(line for line in lines if line.strip())
+        ranked = sorted(counts.items(), key=lambda item: (item[1], item[0].encode()),
+                        reverse=True)
+        return lines_text(f"{n} {line}" for line, n in ranked[:int(args[0])])
+    first, last = int(args[0]), int(args[1])  # "inclusive": LAST - FIRST lines
+    return lines_text(lines[first - 1:][:last - first])
+
+
+# Each tool's stated rules: (name, the rule in words, the code line it replaces or drops,
+# the wrong line or None). Usage and unreadable-file rules change an exit status of the
+# runs the checks make; the others change output, so they are kept only where they do.
+TOOL_MISTAKES = {
+    "count": (("fixed-string", "that WORD is plain text, not a pattern", 2,
+               'grep -c -- "$1" "$2" || true'),
+              ("case-sensitive", "that the match is case-sensitive", 2,
+               'grep -ciF -- "$1" "$2" || true')),
+    "match": (("fixed-string", "that WORD is plain text, not a pattern", 2,
+               'grep -n -- "$1" "$2" || true'),
+              ("case-sensitive", "that the match is case-sensitive", 2,
+               'grep -niF -- "$1" "$2" || true')),
+    "top": (("non-blank", "that blank lines are not counted", 3,
+             'LC_ALL=C sort "$2" | uniq -c | sed \'s/^ *//\' | LC_ALL=C sort -s -k1,1nr | '
+             'head -n "$1"'),
+            ("ties", "that equal counts are in byte order of the line", 3,
+             "grep -v '^[[:space:]]*$' \"$2\" | LC_ALL=C sort | uniq -c | sed 's/^ *//' | "
+             'LC_ALL=C sort -rn | head -n "$1"'),
+            ("whole-number", "that an N other than a whole number is a usage error", 1, None)),
+    "range": (("inclusive", "that LAST is included", 4,
+               'tail -n +"$1" "$3" | head -n "$(($2 - $1))"'),
+              ("first-after-last", "that FIRST after LAST is a usage error", 2,
+               '[ "$1" -ge 1 ] || { echo "usage: $0 FIRST LAST FILE" >&2; exit 2; }')),
+}
 
 
 @primitive("script.write_tool")
@@ -381,7 +505,8 @@ def write_tool(ctx: StepContext, source) -> StepResult:
         cases.append((("4", "2", FIXTURE), "", 2))
     if kind == "top":
         cases.append((("many", FIXTURE), "", 2))
-    cases += [((), "", 2), ((*runs[0][:-1], "/nonexistent/input.txt"), "", 1)]
+    cases += [((), "", 2), (runs[0][:-1], "", 2),  # no arguments; FILE left out
+              ((*runs[0][:-1], "/nonexistent/input.txt"), "", 1)]
     out = ctx.output_path(name, "sh")
     rules = ("On a usage error (a wrong number of arguments, or a number argument that is "
              "not valid) it prints a usage message to stderr, nothing to stdout, and exits "
@@ -405,6 +530,24 @@ def write_tool(ctx: StepContext, source) -> StepResult:
     alternative = (f"cat > {q(out)} <<'TASKLOOM_ALT'\n"
                    + lines_text(_python_tool(kind, name, usage))
                    + f"TASKLOOM_ALT\nchmod a+rx {q(out)}")
+
+    def tool(code: list[str]) -> str:
+        return (f"cat > {q(out)} <<'TASKLOOM_TOOL'\n" + lines_text(["#!/bin/bash", *code])
+                + f"TASKLOOM_TOOL\nchmod 755 {q(out)}")
+
+    code = list(TOOL_CODE[kind])
+    readable = next(i for i, line in enumerate(code) if line.startswith("[ -r"))
+    rules = [Rule("usage", "that a wrong number of arguments is a usage error",
+                  tool(code[1:])),
+             Rule("unreadable", "that an unreadable FILE exits with status 1",
+                  tool(code[:readable] + code[readable + 1:]))]
+    for mistake, stated, line, wrong in TOOL_MISTAKES[kind]:
+        changed = code[:line] + ([wrong] if wrong else []) + code[line + 1:]
+        if wrong and all(_run_mistake(kind, mistake, args[:-1], fixture if args[-1] == FIXTURE
+                                      else lines) == expected
+                         for args, expected, status in cases if status == 0):
+            continue  # the checked runs would print the same
+        rules.append(Rule(mistake, stated, tool(changed)))
     return StepResult(
         output=ToolScript(path=out, phrase=f"the tool {out} (`{name} {usage}`)", lines=(),
                           sample=sample, sample_output=cases[0][1] or "",
@@ -414,7 +557,7 @@ def write_tool(ctx: StepContext, source) -> StepResult:
                          fixtures=((FIXTURE, lines_text(fixture)),
                                    (SAMPLE, lines_text(lines))),
                          compare="exact" if ctx.difficulty.strictness == 3 else "lines")],
-        tools=("bash", "grep", "sort", "sed"), side_effect=True)
+        tools=("bash", "grep", "sort", "sed"), side_effect=True, rules=tuple(rules))
 
 
 def _command_name(path: str) -> str:
@@ -480,7 +623,25 @@ def make_executable(ctx: StepContext, source) -> StepResult:
     elif version:
         checks.append(ToolRuns(f"`{name} --version` runs by name", program=name,
                                cases=((("--version",), version + "\n", 0),)))
+    rules = [Rule("keep-original", "that the original stays where it is",
+                  f"mv {q(source.path)} {q(dest)}\nchown root:{group} {q(dest)}\n"
+                  f"chmod {mode:04o} {q(dest)}")]
+    basename = source.path.rsplit("/", 1)[-1]
+    if basename != name:  # installed under the script's file name
+        rules.append(Rule("name", f"that the command is named `{name}`",
+                          f"install -m {mode:04o}{owner} {q(source.path)} "
+                          f"{q('/usr/local/bin/' + basename)}"))
+    if shared:
+        rules += [Rule("group", "the group `staff`",
+                       f"install -m {mode:04o} {q(source.path)} {q(dest)}"),
+                  Rule("mode", f"the mode {mode:04o}",
+                       f"install -m 0755{owner} {q(source.path)} {q(dest)}")]
+    else:
+        spec = ctx.world.files.get(source.path)
+        if spec is not None and mode & ~spec.mode:  # cp keeps the script's (lesser) mode
+            rules.append(Rule("mode", f"the mode {mode:04o}",
+                              f"cp {q(source.path)} {q(dest)}"))
     return StepResult(
         output=replace(source, path=dest, phrase=f"the command `{name}` ({dest})"),
         instruction=sentence, solution=solution, alternative=alternative, checks=checks,
-        tools=("install",), side_effect=True)
+        tools=("install",), side_effect=True, rules=tuple(rules))

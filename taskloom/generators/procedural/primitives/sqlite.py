@@ -7,9 +7,15 @@ Identifiers are always double-quoted (domain columns include SQL keywords such a
 Steps that change a database in place (import, update, delete) are side effects, so their
 checks run on the final state even when later steps change the same table. Those checks
 must stay true after such steps: a non-final import checks the columns and value types, a
-delete that its rows are gone, an update (a sample of) the rows it changed; updates carry
-those rows in `EditedDb.pinned` and later edits choose conditions that leave them alone.
-The last step of the chain checks the whole table.
+delete that its rows are gone, an update (a sample of) the rows it changed; both also check
+a row or two they leave alone (those exactly on a threshold's bound first), so a solution
+that ignores the condition or includes the bound fails. Edits carry those rows in
+`EditedDb.pinned` and later edits choose conditions that leave them alone. The last step
+of the chain checks the whole table.
+
+Each step declares the rules its sentence states (`Rule`) where the data exercises them:
+the condition and its strict bound, the sort key, direction and tie-break, the header row,
+the column types, exactly two decimals.
 """
 
 from __future__ import annotations
@@ -30,7 +36,12 @@ from taskloom.generators.procedural.primitives._tables import (
     number,
     pick_condition,
 )
-from taskloom.generators.procedural.primitives.base import StepContext, StepResult, primitive
+from taskloom.generators.procedural.primitives.base import (
+    Rule,
+    StepContext,
+    StepResult,
+    primitive,
+)
 from taskloom.generators.procedural.sources.tables import sql_literal
 from taskloom.generators.procedural.world import lines_text, q
 
@@ -102,6 +113,17 @@ def _script(options: str, path: str, sql: str, out: str = "") -> str:
 
 def _sqlite(path: str, query: str) -> tuple[str, ...]:
     return ("sqlite3", "-batch", "-list", "-noheader", path, query)
+
+
+def _on_bound(condition, fields: list[ColumnValues]) -> list[int]:
+    """Indexes of the rows exactly on a threshold condition's bound (none for `==`).
+
+    A `>=` written for "greater than" (or `<=` for "less than") selects them too.
+    """
+    field = next(f for f in fields if f.name == condition.column)
+    if not condition.on_bound(field.values):
+        return []
+    return [i for i, v in enumerate(field.values) if number(v) == number(condition.value)]
 
 
 # Shared head of the python alternatives: quoting names, testing a row condition.
@@ -196,6 +218,14 @@ def import_csv(ctx: StepContext, source) -> StepResult:
     if ctx.final:
         checks.append(_dump(db, rows, f"{table} holds the rows of the CSV",
                             ctx.compare()))
+    load_all = f"sqlite3 {q(out)} {q(f'.import --csv /dev/stdin {table}')} < {q(source.path)}"
+    rules = []
+    if any(kind != "TEXT" for _, kind in columns):  # the typed values are checked
+        # `.import` into a missing table creates it from the header, every column TEXT
+        rules.append(Rule("types", "that the columns have the stated types", load_all))
+    if ctx.final:  # later steps could delete the header's row again (`amount > 5` holds)
+        rules.append(Rule("header", "that the CSV header row is not data",
+                          _script("", out, create) + "\n" + load_all))
     return StepResult(
         output=db, instruction=sentence,
         solution=(_script("", out, create) + "\n"
@@ -205,7 +235,7 @@ def import_csv(ctx: StepContext, source) -> StepResult:
         # inserted last to first (a table's row order is not part of the task)
         alternative=ctx.python([source.path, out, table, *(f"{n} {k}" for n, k in columns)],
                                PY_IMPORT, prelude=PY_SQL),
-        checks=checks, tools=("sqlite3",), side_effect=True)
+        checks=checks, tools=("sqlite3",), side_effect=True, rules=tuple(rules))
 
 
 PY_IMPORT = r'''
@@ -309,8 +339,29 @@ def group_by(ctx: StepContext, source) -> StepResult:
     else:
         raw = shown = ranking = "COUNT(*)"
     order_by = f"{ranking} DESC, {column}" if by_value else column
-    query = (f"SELECT {column}, {shown} FROM {ident(db.table)} GROUP BY {column} "
-             f"ORDER BY {order_by};")
+
+    def query_for(shown: str = shown, order_by: str = order_by) -> str:
+        return (f"SELECT {column}, {shown} FROM {ident(db.table)} GROUP BY {column} "
+                f"ORDER BY {order_by};")
+
+    def shown_lines(items) -> tuple[str, ...]:
+        return tuple(f"{key}|{money(value) if real else value}" for key, value in items)
+
+    query = query_for()
+    rules = []
+    if by_value:  # the order is checked (`lines` or `exact`)
+        if shown_lines(sorted(results.items())) != lines:
+            rules.append(Rule("order", f"that the lines are ordered by the {AGGREGATES[function]}"
+                              " value", _script("", db.path, query_for(order_by=column), out)))
+        rising = sorted(results.items(), key=lambda item: (item[1], item[0]))
+        if shown_lines(rising) != lines:
+            rules.append(Rule("descending", "that the highest value comes first",
+                              _script("", db.path, query_for(order_by=f"{ranking}, {column}"),
+                                      out)))
+    if real and any(value % 10 == 0 for value in results.values()):
+        # sqlite3 prints a REAL as briefly as it can: 12.5 and 12.0, not 12.50 and 12.00
+        rules.append(Rule("two-decimals", "that the results have exactly two decimals",
+                          _script("", db.path, query_for(shown=raw), out)))
     return StepResult(
         output=Report(path=out, phrase=f"the {what} per `{group.name}` in {_where(db)} "
                       f"(`VALUE|RESULT` lines, the result {fmt}, {order})", lines=lines),
@@ -324,7 +375,7 @@ def group_by(ctx: StepContext, source) -> StepResult:
         checks=[FileText(f"`{out}` holds the {what} per {group.name}", path=out,
                          expected=lines_text(lines),
                          compare=ctx.compare(order_matters=by_value))],
-        tools=("sqlite3",))
+        tools=("sqlite3",), rules=tuple(rules))
 
 
 @primitive("sqlite.export_csv")
@@ -391,6 +442,9 @@ def export_csv(ctx: StepContext, source) -> StepResult:
     query = (f"SELECT {exprs} FROM {ident(db.table)} WHERE {condition.sql()} "
              f"ORDER BY {order_by};")
     numeric = tuple(name for name in header if kinds[name] in ("INTEGER", "REAL"))
+    rules = _export_rules(db, out, condition, chosen, rows, selected, exprs, by_index,
+                          descending, [ordering(by.name)] +
+                          [ordering(name) for name in ties if name != by.name])
     output = CsvTable(path=out, phrase=f"the rows of {_where(db)} whose {condition.words()}"
                       f" (as CSV with the columns {names(header)}{fmt}; {order})",
                       header=header, rows=text_rows, numeric=numeric)
@@ -406,7 +460,54 @@ def export_csv(ctx: StepContext, source) -> StepResult:
                                PY_EXPORT, prelude=PY_SQL),
         checks=[FileText(f"`{out}` holds the exported rows", path=out, expected=output.text(),
                          compare=ctx.compare(order_matters=True))],
-        tools=("sqlite3",))
+        tools=("sqlite3",), rules=rules)
+
+
+def _export_rules(db: SqliteDb, out: str, condition, chosen: list[int], rows: list,
+                  selected: list[int], exprs: str, by_index: int, descending: bool,
+                  ordering: list[str]) -> tuple[Rule, ...]:
+    """The rules of an export the data exercises (the output's rows are checked in order).
+
+    `rows` are the expected rows in order, `ordering` the sort key and its tie-breaks (as
+    SQL, ascending). Each rule's solution is the export's query with one part wrong, kept
+    only when its rows (or their text) differ from the expected ones.
+    """
+    by_sql, *ties = ordering
+    order_by = ", ".join([by_sql + (" DESC" if descending else ""), *ties])
+
+    def query(select: str = exprs, where: str = condition.sql(), order: str = order_by,
+              options: str = " -header -separator ,") -> str:
+        clauses = (f" WHERE {where}" if where else "") + (f" ORDER BY {order}" if order else "")
+        return _script(options, db.path, f"SELECT {select} FROM {ident(db.table)}{clauses};",
+                       out)
+
+    def by(row):
+        return number(row[by_index])
+
+    kept = [db.rows[i] for i in chosen]  # table order (rowid order after any edits)
+    rules = [Rule("filter", f"that only the rows whose {condition.words()} are exported",
+                  query(where=""))]
+    edge = _on_bound(condition, db_fields(db))
+    if edge:
+        rules.append(Rule("bound", f"that a `{condition.column}` of exactly {condition.value} "
+                          "does not match", query(where=condition.inclusive().sql())))
+    if kept != rows:
+        rules.append(Rule("order", "the order of the rows", query(order="")))
+    if descending and len({by(row) for row in kept}) > 1:  # ascending: another order
+        rules.append(Rule("descending", "that the largest values come first",
+                          query(order=", ".join([by_sql, *ties]))))
+    ranked = sorted(kept, key=lambda row: -by(row) if descending else by(row)) \
+        if db.columns[by_index][1] != "TEXT" else sorted(kept, key=lambda row: row[by_index])
+    if ranked != rows:  # ties would stay in table order
+        rules.append(Rule("ties", "the tie-break of the row order",
+                          query(order=f"{by_sql}{' DESC' if descending else ''}, rowid")))
+    reals = [i for i in selected if db.columns[i][1] == "REAL"]
+    if any(cents(row[i]) % 10 == 0 for row in kept for i in reals):
+        # sqlite3 prints a REAL as briefly as it can: 12.5 and 12.0, not 12.50 and 12.00
+        rules.append(Rule("two-decimals", "that the amounts have exactly two decimals",
+                          query(select=", ".join(ident(db.columns[i][0]) for i in selected))))
+    rules.append(Rule("header", "the header row", query(options=" -separator ,")))
+    return tuple(rules)
 
 
 PY_EXPORT = r'''
@@ -533,6 +634,9 @@ def update_rows(ctx: StepContext, source) -> StepResult:
                  f"WHERE {condition.sql()};")
     changed_keys = [db.rows[i][key] for i in chosen]
     sample = frozenset(ctx.rng.sample(changed_keys, min(PIN_SAMPLE, len(changed_keys))))
+    edge = _on_bound(condition, fields)
+    if not ctx.final:  # and rows it leaves alone, those on the bound first
+        sample |= _untouched(ctx, db, key, edge, chosen_set)
     output = EditedDb(path=db.path, phrase=_where(db), table=db.table, columns=db.columns,
                       rows=rows, key=key_name, pinned=pinned | sample)
     if ctx.final:
@@ -540,13 +644,32 @@ def update_rows(ctx: StepContext, source) -> StepResult:
     else:
         kept = [row for row in rows if row[key] in sample]
         checks = [_dump(output, kept, f"the rows of {db.table} whose {condition.words()} "
-                        "are updated", ctx.compare(), keys=sample)]
+                        "are updated, and some others are not", ctx.compare(), keys=sample)]
     # python: the matching rows found in python, each changed by its rowid
     alternative = ctx.python([db.path, db.table, *_condition_args(condition), target.name,
                               *edit], PY_UPDATE, prelude=PY_SQL)
+    update = f"UPDATE {ident(db.table)} SET {ident(target.name)} = {change}"
+    rules = [Rule("filter", f"that only the rows whose {condition.words()} change",
+                  _script("", db.path, f"{update};"))]
+    if edge:
+        rules.append(Rule("bound", f"that a `{condition.column}` of exactly {condition.value} "
+                          "does not match",
+                          _script("", db.path, f"{update} WHERE {condition.inclusive().sql()};")))
     return StepResult(output=output, instruction=sentence,
                       solution=_script("", db.path, statement), checks=checks,
-                      alternative=alternative, tools=("sqlite3",), side_effect=True)
+                      alternative=alternative, tools=("sqlite3",), side_effect=True,
+                      rules=tuple(rules))
+
+
+def _untouched(ctx: StepContext, db: SqliteDb, key: int, edge: list[int],
+               chosen: set[int]) -> frozenset:
+    """Keys of rows an edit leaves alone, for its checks when later steps follow.
+
+    The rows exactly on the condition's bound (a `>=` for `>` would edit them), else one
+    row the condition does not select (ignoring the condition would edit it).
+    """
+    rows = edge[:2] or ctx.rng.sample([i for i in range(len(db.rows)) if i not in chosen], 1)
+    return frozenset(db.rows[i][key] for i in rows)
 
 
 @primitive("sqlite.delete_rows")
@@ -573,8 +696,11 @@ def delete_rows(ctx: StepContext, source) -> StepResult:
     ]) + ctx.hint("sqlite3 with DELETE FROM ... WHERE")
     statement = f"DELETE FROM {ident(db.table)} WHERE {condition.sql()};"
     key_name = db.columns[key][0]
+    edge = _on_bound(condition, fields)
+    # rows it keeps, checked (and left alone by later edits) when later steps follow
+    kept = frozenset() if ctx.final else _untouched(ctx, db, key, edge, gone)
     output = EditedDb(path=db.path, phrase=_where(db), table=db.table, columns=db.columns,
-                      rows=rows, key=key_name, pinned=pinned)
+                      rows=rows, key=key_name, pinned=pinned | kept)
     if ctx.final:
         checks = [_dump(output, rows, f"{db.table} lost exactly the rows whose "
                         f"{condition.words()}", ctx.compare())]
@@ -583,10 +709,20 @@ def delete_rows(ctx: StepContext, source) -> StepResult:
         query = (f"SELECT count(*) FROM {ident(db.table)} WHERE {ident(key_name)} IN "
                  f"({', '.join(sql_literal(k) for k in deleted)})")
         checks = [CommandText(f"the rows of {db.table} whose {condition.words()} are gone",
-                              argv=_sqlite(db.path, query), expected="0\n", compare="lines")]
+                              argv=_sqlite(db.path, query), expected="0\n", compare="lines"),
+                  _dump(output, [row for row in rows if row[key] in kept],
+                        f"other rows of {db.table} are kept", ctx.compare(), keys=kept)]
     # python: the matching rows found in python, deleted by their rowids
     alternative = ctx.python([db.path, db.table, *_condition_args(condition)], PY_DELETE,
                              prelude=PY_SQL)
+    delete = f"DELETE FROM {ident(db.table)}"
+    rules = [Rule("filter", f"that only the rows whose {condition.words()} are deleted",
+                  _script("", db.path, f"{delete};"))]
+    if edge:
+        rules.append(Rule("bound", f"that a `{condition.column}` of exactly {condition.value} "
+                          "does not match",
+                          _script("", db.path, f"{delete} WHERE {condition.inclusive().sql()};")))
     return StepResult(output=output, instruction=sentence,
                       solution=_script("", db.path, statement), checks=checks,
-                      alternative=alternative, tools=("sqlite3",), side_effect=True)
+                      alternative=alternative, tools=("sqlite3",), side_effect=True,
+                      rules=tuple(rules))

@@ -11,13 +11,33 @@ SURNAMES = ("Moreau", "Okafor", "Lindqvist", "Tanaka", "Novak", "Haddad", "Silva
             "Kowalski", "Mensah", "Ferreira", "Brennan", "Ivanova")
 
 
+def _tied(who: list[int], people: int, ctx: StepContext) -> list[int]:
+    """The commits' author indexes, made to have a tie.
+
+    Commits move from the busiest to the least busy author until two authors have the same
+    number of commits (the initial commit is author 0's).
+    """
+    who = list(who)
+    while True:
+        counts = [who.count(person) + (person == 0) for person in range(people)]
+        if len(set(counts)) < people:
+            return who
+        busiest, idlest = counts.index(max(counts)), counts.index(min(counts))
+        moved = ctx.rng.choice([i for i, person in enumerate(who) if person == busiest])
+        who[moved] = idlest
+
+
 @source("git_repo")
 def git_repo(ctx: StepContext) -> GitRepo:
     """A repository with a believable history, built at image build time.
 
-    Authors have full names; most commit subjects reference a unique issue number
-    (`(#412)`); some commits add a notes file under docs/. Dates, authors and committers
-    are fixed, so every commit hash is a function of the generated data.
+    Authors have full names, and at least two of them made the same number of commits (a
+    ranking must break the tie). Most commit subjects reference a unique issue number
+    (`(#412)`), some a longer one that starts like an earlier one (`(#4127)`: a search for
+    `#412` must not stop at the digits). Some subjects start with their topic capitalized
+    (`Cache: tidy up app.py`), so a search for `cache` is case-sensitive. Some commits add
+    a notes file under docs/. Dates, authors and committers are fixed, so every commit
+    hash is a function of the generated data.
     """
     domain = ctx.domain
     root = data_dir(ctx, "repo")
@@ -35,12 +55,19 @@ def git_repo(ctx: StepContext) -> GitRepo:
     verbs = ("Add", "Fix", "Refactor", "Document", "Speed up", "Handle")
     count = ctx.count((4, 6), (8, 14), (20, 35))
     issues = iter(ctx.rng.sample(range(100, 1000), count))
+    used: set[int] = set()
+    who = _tied([ctx.rng.randrange(len(authors)) for _ in range(count)], len(authors), ctx)
     for number in range(count):
         moment += ctx.rng.randint(3600, 3 * DAY)
-        author, email = ctx.rng.choice(authors)
+        author, email = authors[who[number]]
         noun = ctx.rng.choice(domain.words)
         issue = next(issues)
-        reference = f" (#{issue})" if ctx.rng.random() < 0.8 else ""
+        if used and ctx.rng.random() < 0.3:  # a longer issue number, an earlier one's prefix
+            issue = int(f"{ctx.rng.choice(sorted(used))}{ctx.rng.randint(0, 9)}")
+        reference = ""
+        if ctx.rng.random() < 0.8 and issue not in used:
+            reference = f" (#{issue})"
+            used.add(issue)
         notes = f"docs/{noun} notes.md" if ctx.difficulty.edge_cases == 3 else f"docs/{noun}.md"
         if number and notes not in state and ctx.rng.random() < 0.15:
             state[notes] = f"# {noun.capitalize()}\n\nNotes on {noun} for {domain.org}.\n"
@@ -50,6 +77,8 @@ def git_repo(ctx: StepContext) -> GitRepo:
         path = ctx.rng.choice(sorted(state))
         state[path] = state[path] + f"# {noun} change {number + 1}\n"
         message = f"{ctx.rng.choice(verbs)} {noun} handling in {path.split('/')[-1]}{reference}"
+        if ctx.rng.random() < 0.2:
+            message = f"{noun.capitalize()}: tidy up {path.split('/')[-1]}{reference}"
         commits.append(Commit(message, author, email, moment, ((path, state[path]),)))
     staging = f"/tmp/taskloom-git/{ctx.step}"
     script = [f"git init -q -b main {q(root)}"]

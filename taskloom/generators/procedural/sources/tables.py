@@ -58,10 +58,34 @@ def numeric_columns(ctx: StepContext) -> tuple[str, ...]:
     return tuple(c.name for c in ctx.domain.columns if c.kind in ("int", "money"))
 
 
+def with_ties(ctx: StepContext, header: tuple[str, ...],
+              rows: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    """The rows with repeated numbers and some whole amounts, in no particular id order.
+
+    As real tables have them (an export sorted by something else). Equal values make the
+    tie rules of sorts and rankings matter (stable order, tie-breaks: the ids of tied rows
+    are not in file order), and whole amounts (`120.00`) let a "greater than" condition
+    have a row exactly on its bound. Used by every table source.
+    """
+    rows = [list(row) for row in rows]
+    for index, name in enumerate(header):
+        if name not in numeric_columns(ctx) or len(rows) < 4:
+            continue
+        if "." in rows[0][index]:  # money: round a few amounts to whole ones
+            for row in ctx.rng.sample(rows, max(2, len(rows) // 6)):
+                row[index] = f"{int(float(row[index]))}.00"
+        for _ in range(max(2, len(rows) // 8)):  # a few values repeated in other rows
+            source, target = ctx.rng.sample(rows, 2)
+            target[index] = source[index]
+    ctx.rng.shuffle(rows)
+    return [tuple(row) for row in rows]
+
+
 @source("csv_table")
 def csv_table(ctx: StepContext) -> CsvTable:
     """The domain's table as CSV."""
     header, rows = table_rows(ctx, ctx.count((8, 14), (40, 120), (300, 900)))
+    rows = with_ties(ctx, header, rows)
     directory = data_dir(ctx, "data")
     path = f"{directory}/{spaced(ctx, ctx.domain.table + '.csv')}"
     table = CsvTable(path=path, phrase=f"the CSV file `{path}`", header=header,
@@ -79,6 +103,7 @@ def json_doc(ctx: StepContext) -> JsonDoc:
     import json
 
     header, rows = table_rows(ctx, ctx.count((6, 12), (30, 90), (200, 600)))
+    rows = with_ties(ctx, header, rows)
     numeric = numeric_columns(ctx)
     records = []
     for row in rows:
@@ -103,6 +128,7 @@ def sql_literal(value: object) -> str:
 def sqlite_db(ctx: StepContext) -> SqliteDb:
     """An SQLite database holding the domain's table, loaded at build time from SQL."""
     header, rows = table_rows(ctx, ctx.count((8, 14), (40, 120), (300, 900)))
+    rows = with_ties(ctx, header, rows)
     numeric = numeric_columns(ctx)
     types = tuple((name, ("REAL" if any("." in r[i] for r in rows) else "INTEGER")
                    if name in numeric else "TEXT") for i, name in enumerate(header))

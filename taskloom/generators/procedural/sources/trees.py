@@ -91,13 +91,24 @@ def tree_files(ctx: StepContext, count: int) -> list[TreeFile]:
 
 
 def _duplicates(ctx: StepContext, files: list[TreeFile]) -> list[TreeFile]:
-    """Copies of some files under other names or folders (same bytes, later mtime)."""
+    """Copies of some files under other names or folders (same bytes, later mtime).
+
+    The biggest file is always copied (so two large files have the same size); from noise
+    level 2 a top-level editor backup `NAME.EXT.bak` is a copy too (a name that contains
+    an extension without ending in it).
+    """
     taken = {normalized_name(f.relpath) for f in files}
     folders = sorted({f.relpath.rpartition("/")[0] for f in files})
     originals = [f for f in files if f.content]
+    if not originals:
+        return []
+    biggest = max(originals, key=lambda f: (len(f.content), f.relpath))
     copies: list[TreeFile] = []
-    for _ in range(min(len(originals), ctx.count((1, 2), (2, 4), (3, 6)))):
-        original = ctx.rng.choice(originals)
+    attempts = min(len(originals), ctx.count((1, 2), (2, 4), (3, 6)))
+    for number in range(attempts + 4):  # the first ones until the biggest file is copied
+        if number >= attempts and copies:
+            break
+        original = ctx.rng.choice(originals) if copies else biggest
         name = original.relpath.rpartition("/")[2]
         base, dot, ext = name.partition(".")
         folder = ctx.rng.choice(folders)
@@ -111,12 +122,50 @@ def _duplicates(ctx: StepContext, files: list[TreeFile]) -> list[TreeFile]:
         mtime = min(EPOCH_NOW - 3600, (original.mtime or EPOCH_NOW) +
                     ctx.rng.randint(1, 30) * DAY)
         copies.append(TreeFile(relpath, original.content, original.mode, mtime))
+    if ctx.difficulty.noise >= 2:
+        original = ctx.rng.choice(originals)
+        relpath = original.relpath.rpartition("/")[2] + ".bak"
+        if normalized_name(relpath) not in taken:
+            copies.append(TreeFile(relpath, original.content, original.mode,
+                                   min(EPOCH_NOW - 3600, (original.mtime or EPOCH_NOW) + DAY)))
     return copies
+
+
+def _round_size(ctx: StepContext, files: list[TreeFile]) -> list[TreeFile]:
+    """The files, one of the biggest (not the biggest) cut to a power-of-two KiB.
+
+    A preallocated image or a padded export: a size threshold may then fall exactly on a
+    file, where "larger than" and "at least" differ.
+    """
+    sizeable = sorted((f for f in files if len(f.content) >= 1024),
+                      key=lambda f: (-len(f.content), f.relpath))
+    if len(sizeable) < 2:
+        return files
+    victim = sizeable[ctx.rng.randint(1, min(3, len(sizeable) - 1))]
+    size = 1024 << ((len(victim.content) // 1024).bit_length() - 1)
+    cut = TreeFile(victim.relpath, victim.content[:size], victim.mode, victim.mtime)
+    return [cut if f is victim else f for f in files]
+
+
+def _empty_files(ctx: StepContext, files: list[TreeFile]) -> list[TreeFile]:
+    """Two empty `untitled.txt` placeholders (empty files all have the same bytes)."""
+    taken = {normalized_name(f.relpath) for f in files}
+    folders = sorted({f.relpath.rpartition("/")[0] for f in files})
+    empty = []
+    for folder in ctx.rng.sample(folders, min(2, len(folders))):
+        for name in ("untitled.txt", "untitled-2.txt", "untitled-3.txt"):
+            relpath = f"{folder}/{name}".lstrip("/")
+            if normalized_name(relpath) not in taken:
+                taken.add(normalized_name(relpath))
+                empty.append(TreeFile(relpath, b"", 0o644,
+                                      EPOCH_NOW - ctx.rng.randint(1, 200) * DAY))
+                break
+    return empty
 
 
 def _dated_backups(ctx: StepContext) -> list[TreeFile]:
     """A folder of backups named `PREFIX-YYYY-MM-DD.EXT` (one per day or week)."""
-    folder = ctx.rng.choice(("backups", "snapshots", "nightly"))
+    folder = ctx.rng.choice(("backups", "snapshots", "nightly", "Backups", "Snapshots"))
     if ctx.difficulty.edge_cases == 3:
         folder = f"{folder} (nas)"
     prefix = f"{ctx.domain.name}-{ctx.rng.choice(('db', 'site', 'data', 'config'))}"
@@ -151,11 +200,14 @@ def file_tree(ctx: StepContext) -> FileTree:
     """A directory of assorted files with realistic sizes and ages.
 
     Besides the domain's files it holds a few duplicates (same bytes, another name or
-    folder) and a folder of dated backups, so search and pruning skills always apply.
+    folder) and a folder of dated backups, so search and pruning skills always apply; one
+    file has a round size, and from edge-case level 2 two empty files are placeholders.
     """
     root = data_dir(ctx, ctx.rng.choice(("files", "share", "library", "storage")))
-    files = tree_files(ctx, ctx.count((6, 10), (20, 45), (80, 200)))
+    files = _round_size(ctx, tree_files(ctx, ctx.count((6, 10), (20, 45), (80, 200))))
     files += _duplicates(ctx, files)
+    if ctx.difficulty.edge_cases >= 2:
+        files += _empty_files(ctx, files)
     files += _dated_backups(ctx)
     for item in files:
         ctx.world.add(f"{root}/{item.relpath}", item.content, mode=item.mode, mtime=item.mtime)
@@ -169,10 +221,16 @@ def file_tree(ctx: StepContext) -> FileTree:
 
 @source("checksum_list")
 def checksum_list(ctx: StepContext) -> ChecksumList:
-    """A tree with a sha256 manifest made before some files were corrupted or removed."""
+    """A tree with a sha256 manifest made before some files were corrupted or removed.
+
+    The manifest lists the files in walk order (as `find -exec sha256sum` writes it), so a
+    report that must be sorted is not sorted already.
+    """
     tree = file_tree(ctx)
     listed = [f for f in tree.files if not f.relpath.startswith(".")]
-    manifest = tuple(f"{hashlib.sha256(f.content).hexdigest()}  {f.relpath}" for f in listed)
+    content = {f.relpath: f.content for f in listed}
+    manifest = tuple(f"{hashlib.sha256(content[name]).hexdigest()}  {name}"
+                     for name in _walk_order(ctx, list(content)) if not name.endswith("/"))
     victims = ctx.rng.sample(listed, k=min(len(listed), 3, len(listed) // 5 + 1))
     changed, removed = (victims[:-1], victims[-1:]) if len(victims) > 1 else (victims, [])
     files = {f.relpath: f for f in tree.files}
@@ -192,26 +250,63 @@ def checksum_list(ctx: StepContext) -> ChecksumList:
                         tree=current)
 
 
+def _walk_order(ctx: StepContext, relpaths: list[str]) -> list[str]:
+    """The paths in the order `tar` or `find` walks their folders.
+
+    Depth first, a folder's entries in an arbitrary (readdir) order, each folder as a
+    `name/` entry before its contents.
+    """
+    children: dict[str, set[str]] = {}
+    for relpath in relpaths:
+        parts = relpath.split("/")
+        for depth in range(len(parts)):
+            entry = "/".join(parts[:depth + 1]) + ("/" if depth < len(parts) - 1 else "")
+            children.setdefault("/".join(parts[:depth]), set()).add(entry)
+    order: list[str] = []
+
+    def walk(folder: str) -> None:
+        entries = sorted(children.get(folder, ()))
+        ctx.rng.shuffle(entries)
+        for entry in entries:
+            order.append(entry)
+            if entry.endswith("/"):
+                walk(entry[:-1])
+
+    walk("")
+    return order
+
+
 def tar_gz(members: list[tuple[str, bytes]], mtime: int = EPOCH_NOW) -> bytes:
-    """A deterministic .tar.gz (fixed times, owners and gzip header)."""
+    """A deterministic .tar.gz (fixed times, owners and gzip header).
+
+    A member whose name ends in `/` is a directory entry (as `tar -c` of a folder stores).
+    """
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w", format=tarfile.GNU_FORMAT) as archive:
         for name, data in members:
             info = tarfile.TarInfo(name)
             info.size, info.mtime, info.mode = len(data), mtime, 0o644
+            if name.endswith("/"):
+                info.type, info.size, info.mode = tarfile.DIRTYPE, 0, 0o755
             info.uname = info.gname = "root"
-            archive.addfile(info, io.BytesIO(data))
+            archive.addfile(info, io.BytesIO(data) if info.isfile() else None)
     return gzip.compress(raw.getvalue(), mtime=0)
 
 
 @source("archive")
 def archive(ctx: StepContext) -> Archive:
-    """A .tar.gz backup of a folder of the domain's files."""
+    """A .tar.gz backup of a folder of the domain's files.
+
+    Made as `tar -czf` of the folder makes it: directory entries included, members in walk
+    order (not sorted). `members` are the file members in that order.
+    """
     files = tree_files(ctx, ctx.count((4, 8), (15, 30), (50, 120)))
     top = ctx.rng.choice(("export", "backup", "bundle"))
-    members = [(f"{top}/{f.relpath}", f.content) for f in files]
+    content = {f"{top}/{f.relpath}": f.content for f in files}
+    stored = [(name, content.get(name, b"")) for name in _walk_order(ctx, list(content))]
+    members = [(name, data) for name, data in stored if not name.endswith("/")]
     stamp = day(EPOCH_NOW - ctx.rng.randint(1, 30) * DAY)
     path = f"{data_dir(ctx, 'backups')}/{spaced(ctx, f'{top}-{stamp}.tar.gz')}"
-    ctx.world.add(path, tar_gz(members))
+    ctx.world.add(path, tar_gz(stored))
     return Archive(path=path, phrase=f"the archive `{path}`", format="tar.gz",
                    members=tuple(members))
