@@ -43,9 +43,12 @@ TASKLOOM = [sys.executable, "-m", "taskloom.cli"]
 # Then every task ships solution/mutants/*.sh (one per stated rule its data exercises; the
 # sources now hold the cases that exercise them), each check cites the instruction words
 # that demand it (a comment in the test, the requirement map in task.toml), and a goal-only
-# instruction names the results of hidden steps A, B, ... instead of nesting them.
-TASKS_DIGEST = "9ca3d0f5a1429f556f10f6bd17026f1476205b1ce110830ca390464b8e2d7390"
-HF_EXPORT_DIGEST = "7071f08e8f3e22369d7f4d9262f671cb0729525e2a3027c6d8eac37aa74b415c"
+# instruction names the results of hidden steps A, B, ... instead of nesting them. Then a
+# last step's listing below strictness 3 no longer states "no leading `./`" (its check and
+# alternative take `./` paths), and rules are kept only where the checks' own line reading
+# tells the mutant apart.
+TASKS_DIGEST = "07b0ec63440e18431cae9e3f849d22453ecf778d56dad0deb10acb17a2a79d69"
+HF_EXPORT_DIGEST = "8a0d0e5fbd8f0ddb6073dc1c01b32f0845efb401a590baa97ddbae0d60f27cfe"
 
 
 def test_main_job_dataset_and_hf_export_are_unchanged(tmp_path):

@@ -57,3 +57,17 @@ def test_paths_form_lets_a_relative_path_start_with_dot_slash(tmp_path, form, ac
     check = FileText("the paths", path=written(tmp_path, actual),
                      expected="docs/a.md\nb.txt\n", compare="lines", form=form)
     assert passes(check) is accepted
+
+
+@pytest.mark.parametrize(("actual", "accepted"), [
+    ("120 ./docs/a.md\n7 ./b.txt\n", True),  # after a field, like `find -printf '%s %p'`
+    ("120 docs/a.md\n7 b.txt\n", True),
+    ("120 ../docs/a.md\n7 b.txt\n", False),  # another path
+    ("120 docs/./a.md\n7 b.txt\n", False),  # only a leading ./ is free
+    ("120 .docs/a.md\n7 b.txt\n", False),
+])
+def test_paths_form_lets_a_path_after_a_field_start_with_dot_slash(tmp_path, actual,
+                                                                    accepted):
+    check = FileText("the sizes", path=written(tmp_path, actual),
+                     expected="120 docs/a.md\n7 b.txt\n", compare="lines", form="paths")
+    assert passes(check) is accepted

@@ -509,11 +509,12 @@ def hybrid(chat):
 
 
 def faithful(instruction: str) -> str:
-    return json.dumps({"instruction": ["Hi, quick one:", *instruction.splitlines()]})
+    return json.dumps({"instruction": ["Hi, quick one:", *instruction.splitlines()],
+                       "requirements": []})
 
 
 def test_hybrid_rewrite_keeps_requirements_or_retries_with_feedback():
-    probe = Scripted('{"instruction": ["Please tidy the files."]}')
+    probe = Scripted('{"instruction": ["Please tidy the files."], "requirements": []}')
     planner, generator, _ = hybrid(probe)
     blueprint = planner.plan(0)
     with pytest.raises(NoDraft, match="left out"):
@@ -536,7 +537,7 @@ class Echo(Scripted):
 
     def complete(self, request: ChatRequest) -> Exchange:
         text = request.messages[1].content.split("Original instruction:\n", 1)[1]
-        original = text.split("\nNote:", 1)[0].rsplit("\nRewrite it.", 1)[0]
+        original = text.split("\n\nThe tests, each with", 1)[0]
         self.answers = [faithful(original.strip())]
         return super().complete(request)
 
@@ -637,3 +638,36 @@ def test_exchanges_travel_back_from_ray_workers(scripted, tmp_path):
         reasons = [r for (r,) in store.query("SELECT reason FROM items ORDER BY item")]
     assert cached == [(0, "plan", "planner"), (1, "plan", "planner")]
     assert all("no JSON object" in r for r in reasons)
+
+
+def test_hybrid_rewrite_cites_its_own_words_for_every_test():
+    planner, generator, _ = hybrid(Scripted("{}"))
+    blueprint = planner.plan(0)
+    original = generator.procedural.generate(blueprint).task
+    entry = original.config.metadata["requirements"][0]
+    reworded = original.instruction
+    for quote in entry["demands"]:  # every quote of the first tests, reworded
+        first, rest = quote.split(" ", 1)
+        reworded = reworded.replace(quote, f"{first} kindly {rest}")
+    new_words = f"{entry['demands'][0].split(' ', 1)[0]} kindly"
+    quoting = {"demands": new_words + " " + entry["demands"][0].split(" ", 2)[1],
+               "tests": entry["tests"]}
+    silent = json.dumps({"instruction": reworded.splitlines(), "requirements": []})
+    chat = Scripted(silent, silent)
+    _, generator, _ = hybrid(chat)
+    with pytest.raises(NoDraft, match="without words that demand it"):
+        generator.generate(blueprint)
+    assert entry["tests"][0] in chat.requests[1].messages[1].content  # told which test
+    assert entry["tests"][0] in chat.requests[0].messages[1].content  # and shown it first
+
+    chat = Scripted(json.dumps({"instruction": reworded.splitlines(),
+                                "requirements": [quoting]}))
+    _, generator, _ = hybrid(chat)
+    task = generator.generate(blueprint).task
+    requirements = task.config.metadata["requirements"]
+    assert {"demands": [quoting["demands"]], "tests": entry["tests"]} in requirements
+    assert all(quote in task.instruction for e in requirements for quote in e["demands"])
+    tests = task.file("tests", "test_outputs.py").content.decode()
+    assert f"# The instruction demands: {quoting['demands']}" in tests
+    assert f"# The instruction demands: {entry['demands'][0].splitlines()[0]}" not in tests
+    compile(tests, "test_outputs.py", "exec")

@@ -253,3 +253,20 @@ def test_a_goal_names_the_results_of_hidden_steps_instead_of_nesting_them():
     assert [letter for letter, _ in definitions] == ["A", "B"]
     assert " of A" in definitions[1][1] and " of B" in instruction.split("Your goal:")[1]
     assert "of the lines of" not in instruction
+
+
+@pytest.mark.parametrize(("path", "strictness", "free"), [
+    (("files.find_by_extension",), 2, True),
+    (("files.find_by_extension",), 3, False),  # exact bytes: the instruction states them
+    (("files.find_by_extension", "text.filter_lines"), 2, False),  # a later step reads it
+])
+def test_a_leading_dot_slash_is_free_unless_exact_bytes_or_a_later_step_need_bare_paths(
+        path, strictness, free):
+    difficulty = difficulty_for(0).model_copy(update={"strictness": strictness,
+                                                      "steps": len(path)})
+    task = ProceduralGenerator(GRAPH).generate(
+        blueprint_for(GRAPH, path, seed=0, difficulty=difficulty)).task
+    tests = task.file("tests", "test_outputs.py").content.decode()
+    first = tests.split("def test_")[1]  # the check of the paths that step 1 writes
+    assert ("leading `./`" not in task.instruction) is free
+    assert ("'paths')" in first) is free

@@ -30,11 +30,14 @@ from taskloom.generators.llm.prompts import prompt
 from taskloom.generators.llm.render import (
     answer_of_task,
     apply_repair,
+    recite,
     render_task,
     with_fingerprint,
 )
+from taskloom.generators.procedural.checks import recited
 from taskloom.generators.procedural.domains import domain as get_domain
 from taskloom.generators.protocols import Blueprint, Draft, Generator, Planner, Refiner
+from taskloom.generators.verifier import CHECKS_FILE
 from taskloom.leaks import instruction_leaks
 from taskloom.models import Verdict
 from taskloom.seeding import derive_seed, rng_for
@@ -196,6 +199,8 @@ class HybridGenerator:
         """
         original = draft.task.instruction
         required = list(dict.fromkeys(re.findall(r"`([^`\n]+)`", original)))
+        demanded = draft.task.config.metadata["requirements"]
+        words = {name: entry["demands"][0] for entry in demanded for name in entry["tests"]}
         blueprint = draft.blueprint
         persona = rng_for(blueprint.seed, "persona", draft.attempt).choice(PERSONAS)
         problem = ""
@@ -204,6 +209,8 @@ class HybridGenerator:
                 RewriteAnswer, seed=_seed("rewrite", blueprint.seed, draft.attempt),
                 attempt=attempt, persona=persona,
                 style=STYLES[blueprint.difficulty.specification], instruction=original,
+                requirements="\n".join(f"- {name}: {json.dumps(quote, ensure_ascii=False)}"
+                                       for name, quote in words.items()),
                 feedback=f"\nNote: {feedback}\n" if feedback else "")
             try:
                 answer = ask(self.chat, request, RewriteAnswer)
@@ -213,19 +220,32 @@ class HybridGenerator:
                 continue
             text = "".join(line.rstrip("\n") + "\n" for line in answer.instruction)
             missing = [item for item in required if item not in text]
-            if not missing:
-                return self._draft(draft, text, persona)
-            problem = f"rewrite left out `{missing[0]}` ({len(missing)} requirement(s))"
-            feedback = ("Your previous rewrite left out " +
-                        ", ".join(f"`{m}`" for m in missing[:5]) + "; keep them verbatim.")
+            cited, uncited = recite(demanded, text, answer.requirements)
+            if not missing and not uncited:
+                return self._draft(draft, text, persona, cited)
+            if missing:
+                problem = f"rewrite left out `{missing[0]}` ({len(missing)} requirement(s))"
+                feedback = ("Your previous rewrite left out " +
+                            ", ".join(f"`{m}`" for m in missing[:5]) + "; keep them verbatim.")
+            else:
+                problem = (f"rewrite left {uncited[0]} without words that demand it "
+                           f"({len(uncited)} test(s))")
+                feedback = ("Your previous rewrite neither kept nor quoted the words that "
+                            "demand " + ", ".join(uncited[:5]) + "; quote your new words for "
+                            "each of them in `requirements`.")
         raise NoDraft(problem)
 
-    def _draft(self, draft: Draft, instruction: str, persona: str) -> Draft:
+    def _draft(self, draft: Draft, instruction: str, persona: str,
+               requirements: list[dict[str, list[str]]]) -> Draft:
+        """`draft` with the new instruction, and its tests citing the new words."""
         metadata = {**draft.task.config.metadata, "generator": HYBRID_GENERATOR,
                     "model": self.model, "persona": persona,
-                    "procedural_generator": draft.generator}
+                    "procedural_generator": draft.generator, "requirements": requirements}
+        tests = tuple(entry.model_copy(update={"content": recited(
+            entry.content.decode(), requirements).encode()}) if entry.path == CHECKS_FILE
+            else entry for entry in draft.task.tests)
         task = draft.task.model_copy(update={
-            "instruction": instruction,
+            "instruction": instruction, "tests": tests,
             "config": draft.task.config.model_copy(update={"metadata": metadata})})
         return draft.model_copy(update={"task": with_fingerprint(task),
                                         "generator": HYBRID_GENERATOR})

@@ -108,6 +108,10 @@ class RewriteAnswer(Answer):
     """A rewritten instruction (hybrid backend)."""
 
     instruction: list[str] = Field(min_length=1, description="Lines of the new instruction.")
+    requirements: list[RequirementAnswer] = Field(description="For each test whose quoted "
+                                                  "words the rewrite changed: the new words "
+                                                  "that demand it. Empty when every quoted "
+                                                  "sentence is kept as it was.")
 
 
 class JudgeAnswer(Answer):

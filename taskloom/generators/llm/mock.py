@@ -7,7 +7,7 @@ answers that are valid and, where it can, lead to accepted tasks:
 | answer | what the mock writes |
 |---|---|
 | `PlanAnswer` | a title and details from the scenario, organisation, root and skills asked |
-| `RewriteAnswer` | the original instruction's lines, verbatim (every requirement kept) |
+| `RewriteAnswer` | the original instruction's lines, verbatim (every requirement and quote kept) |
 | `DraftAnswer` | a small CSV task, one step per skill (up to 8), that passes validation |
 | `RefineAnswer` | a diagnosis naming the first failed check, every field null (no change) |
 | `JudgeAnswer` | `ok`, with an explanation counting the paths and tests it read |
@@ -150,7 +150,9 @@ def _rewrite(asked: _Asked, rng: random.Random) -> dict[str, Any]:
     original = asked.user.split("Original instruction:\n", 1)[-1]
     original = original.rstrip("\n").removesuffix("Rewrite it.")
     original = original.split("\n\nNote: ", 1)[0].strip("\n")  # the feedback, if any
-    return {"instruction": original.splitlines() or ["Do the task."]}
+    original = original.split("\n\nThe tests, each with", 1)[0]  # the tests' quotes
+    # Every line verbatim: every quoted sentence is kept, so nothing needs quoting anew.
+    return {"instruction": original.splitlines() or ["Do the task."], "requirements": []}
 
 
 def _refine(asked: _Asked, rng: random.Random) -> dict[str, Any]:

@@ -234,6 +234,30 @@ def _quoted(words: str, instruction: str) -> str | None:
     return found.group(0) if found else None
 
 
+def recite(requirements: list[dict[str, list[str]]], instruction: str,
+           answered: list[RequirementAnswer]) -> tuple[list[dict[str, list[str]]], list[str]]:
+    """A requirement map for a new wording of an instruction, and the tests it leaves uncited.
+
+    Each entry keeps the quotes the new wording still holds (whitespace compared collapsed);
+    the rewriter's entries (`answered`) add quotes of the new words for the tests they name.
+    A test none of whose quotes is left is uncited.
+    """
+    tests = list(dict.fromkeys(name for entry in requirements for name in entry["tests"]))
+    cited: list[dict[str, list[str]]] = []
+    for entry in requirements:
+        quotes = [quote for quote in (_quoted(words, instruction) for words in entry["demands"])
+                  if quote]
+        if quotes:
+            cited.append({"demands": quotes, "tests": list(entry["tests"])})
+    for entry in answered:
+        quote = _quoted(entry.demands, instruction)
+        names = [name for name in dict.fromkeys(map(_test_name, entry.tests)) if name in tests]
+        if quote and names:
+            cited.append({"demands": [quote], "tests": names})
+    named = {name for entry in cited for name in entry["tests"]}
+    return cited, [name for name in tests if name not in named]
+
+
 def mutant_files(mutants: list[MutantAnswer]) -> list[TaskFile]:
     """`solution/mutants/<n>-<slug>.sh` per mutant (blank ones skipped), with its header.
 

@@ -10,7 +10,7 @@ generation time; an assertion only embeds them.
 - `exact`: the exact bytes, final newline included (strictness 3).
 `form` says what else the instruction leaves free below `exact`: `csv` compares the rows
 as RFC 4180 reads them (any quoting, CRLF or LF), `paths` lets a relative path start
-with `./`.
+with `./`, at the line's start or after a blank (`SIZE ./PATH`).
 """
 
 from __future__ import annotations
@@ -58,8 +58,9 @@ def _same(actual, expected, compare, form="text"):
                              if row] for text in (actual, expected))
     else:
         actual, expected = _norm(actual), _norm(expected)
-        if form == "paths":  # a relative path may start with ./
-            actual, expected = ([line[2:] if line.startswith("./") else line
+        if form == "paths":  # a relative path may start with ./ (after a field too)
+            import re
+            actual, expected = ([re.sub(r"(^|\\s)\\./(?=\\S)", r"\\1", line)
                                  for line in lines] for lines in (actual, expected))
     if compare == "lines":
         assert actual == expected
@@ -212,10 +213,42 @@ class Assertion:
         """One pytest function: the label, the words it cites, the body."""
         lines = [f"def {self.test_name(number)}():",
                  f"    {json.dumps(self.label, ensure_ascii=False)}"]
-        lines += ["    # The instruction demands: " + quote.replace("\n", "\n    # ")
-                  for quote in self.demands]
+        lines += citation(self.demands)
         lines += [f"    {line}" for line in self.body()]
         return "\n".join(lines) + "\n"
+
+
+CITATION = "    # The instruction demands: "
+
+
+def citation(demands: tuple[str, ...] | list[str]) -> list[str]:
+    """The comment lines of a test function that quote the instruction words it checks."""
+    return [CITATION + quote.replace("\n", "\n    # ") for quote in demands]
+
+
+def recited(tests: str, requirements: list[dict[str, list[str]]]) -> str:
+    """A rendered test file whose citation comments quote `requirements` instead.
+
+    For a new wording of the instruction (the hybrid backend's rewrite): each test function
+    then quotes the entries that name it.
+    """
+    quotes: dict[str, list[str]] = {}
+    for entry in requirements:
+        for name in entry["tests"]:
+            quotes.setdefault(name, []).extend(entry["demands"])
+    lines: list[str] = []
+    name, citing = "", False
+    for line in tests.split("\n"):
+        header = re.match(r"def (test_\w+)\(", line)
+        name = header.group(1) if header else name
+        if line.startswith(CITATION):  # a quote; its next lines continue it
+            if not citing:
+                lines += citation(quotes.get(name, []))
+            citing = True
+        elif not (citing and line.startswith("    # ")):
+            citing = False
+            lines.append(line)
+    return "\n".join(lines)
 
 
 HEADER_LINE = re.compile(r"^[A-Za-z_][\w ]*(,[A-Za-z_][\w ]*)+$")
@@ -409,7 +442,8 @@ class ArchiveMembers(Assertion):
                      "        if not info.flag_bits & 0x800:",
                      "            name = name.encode('cp437').decode('utf-8', 'replace')",
                      "        if not name.endswith('/'):",
-                     "            found[name] = hashlib.sha256(archive.read(info)).hexdigest()"]
+                     "            found[name.removeprefix('./')] = hashlib.sha256(",
+                     "                archive.read(info)).hexdigest()"]
         else:
             lines = [f"with tarfile.open({self.path!r}) as archive:",
                      "    found = {m.name.removeprefix('./'): hashlib.sha256("

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import FileTree, TreeFile
 from taskloom.generators.procedural.checks import Assertion, FileDigests, TreeListing
-from taskloom.generators.procedural.primitives.base import Rule, StepContext
+from taskloom.generators.procedural.primitives.base import Rule, StepContext, differs
 from taskloom.generators.procedural.world import q
 
 
@@ -116,16 +116,6 @@ def name_tests(extensions: list[str]) -> str:
     return f"\\( {tests} \\)" if len(extensions) > 1 else tests
 
 
-def differs(compare: str, expected, naive) -> bool:
-    """True when a report holding the `naive` lines fails a check of the `expected` ones.
-
-    How a rule is known to be exercised: under "set" the sorted lines are compared, under
-    "lines" and "exact" the lines in order.
-    """
-    expected, naive = list(expected), list(naive)
-    return sorted(expected) != sorted(naive) if compare == "set" else expected != naive
-
-
 def report_rules(compare: str, expected, wrong) -> tuple[Rule, ...]:
     """The rules of a report step that its data exercises.
 
@@ -133,7 +123,7 @@ def report_rules(compare: str, expected, wrong) -> tuple[Rule, ...]:
     writes); a rule counts when those lines fail the check of the `expected` ones.
     """
     return tuple(Rule(name, stated, ignored) for name, stated, ignored, naive in wrong
-                 if differs(compare, expected, naive))
+                 if differs(naive, expected, compare))
 
 
 def top_level(relpath: str) -> bool:

@@ -1,7 +1,8 @@
 """Archive and backup primitives: tar and zip archives, dated backups, rsync mirrors.
 
 Archive member names are given exactly in every instruction (`TOP/relative/path` or the
-bare relative path, never a leading `./`), because the checks compare them. Listings skip
+bare relative path), because the checks compare them; a leading `./` is free where no
+later step reads the archive (`ctx.bare`), and the member checks drop it. Listings skip
 directory entries (names ending in `/`). Info-ZIP's `zip` stores UTF-8 names without the
 UTF-8 flag, which Python's zipfile reads as cp437: `ArchiveMembers` undoes that.
 """
@@ -269,8 +270,8 @@ def create_tar(ctx: StepContext, source) -> StepResult:
     left_out = _pattern_words(patterns)
     naming = (f"each member named `{top}/` followed by its path relative to the directory "
               f"(the directory itself is the archive's top folder `{top}`)" if with_top else
-              "each member named by its path relative to the directory, with no top folder "
-              "and no leading `./`")
+              "each member named by its path relative to the directory, with no top folder" +
+              ctx.bare(" and no leading `./`"))
     leaving = f", leaving out the {left_out} (in any subfolder)" if patterns else ""
     but = f" except the {left_out}" if patterns else ", hidden files included"
     without = f" without its {left_out}, wherever they are" if patterns else ""
@@ -443,7 +444,7 @@ def zip_selected(ctx: StepContext, source) -> StepResult:
     out = ctx.output_path("selected", "zip")
     naming = (f"each stored as `{top}/` followed by its path relative to the directory"
               if with_top else "each stored under its path relative to the directory (no "
-              "top folder, no leading `./`)")
+              f"top folder{ctx.bare(', no leading `./`')})")
     sentence = ctx.phrase([
         f"Put every {words} file of {tree.phrase} (all subfolders) into the zip archive "
         f"`{out}`, {naming}. No other files go in.",

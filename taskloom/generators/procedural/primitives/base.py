@@ -6,7 +6,9 @@ with `@primitive("area.skill")`. It must:
 - give an instruction sentence in at least three phrasings (`ctx.phrase`), naming the
   output path and format, and an output `phrase` for goal-only instructions;
 - give a bash solution fragment that uses the real tools (quote paths with `q`);
-- give checks on its output (`ctx.compare(...)` picks the strictness);
+- give checks on its output (`ctx.compare(...)` picks the strictness; a listing of
+  relative paths reads them with `form=ctx.path_form` and states bare paths only where
+  `ctx.bare(...)` says the instruction must);
 - give an alternative bash fragment that reaches the same state by other means (another
   tool family, another order or formatting the instruction allows), written from the
   instruction sentence alone: validation requires it to earn reward 1 too, so checks
@@ -16,8 +18,9 @@ with `@primitive("area.skill")`. It must:
 - give a `Rule` for each rule its sentence states that the checks can tell apart (a
   filter, a deduplication, malformed lines skipped, a sort key where order is checked, an
   edge case): the rule in words and the solution fragment with that rule ignored. The data
-  must contain a case where ignoring the rule changes the answer: validation runs each
-  such wrong solution and requires reward 0 (`weak-tests`);
+  must contain a case where ignoring the rule changes the answer (`differs`, then
+  `exercised` keeps those rules): validation runs each such wrong solution and requires
+  reward 0 (`weak-tests`);
 - change its input: a step whose output equals its input would be a weak step.
 A source is a function `(ctx) -> Artifact` registered with `@source("type")` that writes
 realistic input data into `ctx.world` and describes it. Raise `NotApplicable` when an
@@ -32,9 +35,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from taskloom.generators.procedural.artifacts import Artifact
-from taskloom.generators.procedural.checks import Assertion, Compare
+from taskloom.generators.procedural.checks import Assertion, Compare, Form
 from taskloom.generators.procedural.domains import Domain
-from taskloom.generators.procedural.world import World, q
+from taskloom.generators.procedural.world import World, lines_text, q
 from taskloom.generators.protocols import Difficulty
 
 
@@ -49,6 +52,28 @@ class Rule:
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[a-z0-9]+(?:-[a-z0-9]+)*", self.name):
             raise ValueError(f"rule name {self.name!r} is not lowercase-words-with-hyphens")
+
+
+def shown(lines: Iterable[str], compare: Compare) -> object:
+    """What a FileText check under `compare` sees of a file holding these lines."""
+    text = lines_text(lines)
+    if compare == "exact":
+        return text
+    norm = [line.rstrip() for line in text.rstrip("\n").split("\n")] if text.strip() else []
+    return norm if compare == "lines" else sorted(norm)
+
+
+def differs(naive: Iterable[str], expected: Iterable[str], compare: Compare) -> bool:
+    """True when a check under `compare` tells a wrong solution's lines from the expected.
+
+    How a rule is known to be exercised: its mutant must change what the check sees.
+    """
+    return shown(naive, compare) != shown(expected, compare)
+
+
+def exercised(*candidates: tuple[bool, Rule]) -> tuple[Rule, ...]:
+    """The rules whose ignoring the checks see (each flag computed on this input)."""
+    return tuple(rule for seen, rule in candidates if seen)
 
 
 @dataclass
@@ -93,6 +118,25 @@ class StepContext:
         (an archive's path prefix, say) must then not shape what a later check expects.
         """
         return self.difficulty.specification == 3 and not self.final
+
+    @property
+    def path_form(self) -> Form:
+        """How checks read the relative paths of this step's text output.
+
+        `paths` (a path may start with `./`) where the instruction leaves that free: below
+        strictness 3 and on the last step. A later step reads an earlier output's bytes,
+        and strictness 3 demands exact bytes, so there the instruction states bare paths.
+        """
+        return "paths" if self.difficulty.strictness < 3 and self.final else "text"
+
+    @property
+    def dot_slash(self) -> str:
+        """What an alternative writes before a relative path: `./` where that is free."""
+        return "./" if self.path_form == "paths" else ""
+
+    def bare(self, words: str) -> str:
+        """`words` (such as " without a leading `./`") where paths must be bare, else ''."""
+        return "" if self.path_form == "paths" else words
 
     def phrase(self, options: list[str]) -> str:
         """One of several phrasings (primitives give at least three)."""

@@ -25,9 +25,10 @@ from taskloom.generators.procedural.primitives.base import (
     Rule,
     StepContext,
     StepResult,
+    differs,
+    exercised,
     primitive,
 )
-from taskloom.generators.procedural.primitives.text import differs, rules
 from taskloom.generators.procedural.world import lines_text, q
 
 SECTION = re.compile(r"^\[([^\]]+)\]\s*$")
@@ -246,7 +247,7 @@ def set_value(ctx: StepContext, source) -> StepResult:
     sed = f"sed -i 's/^{_bre(key)} *=.*/{key} = {value}/' {path}"
     after_header = f"sed -i '/^\\[{_bre(section)}\\]/a {key} = {value}' {path}"
     header = next(i for i, line in enumerate(config.lines) if line.startswith(f"[{section}]"))
-    wrong = rules(
+    wrong = exercised(
         (not add and (bool(kept) or (ctx.final and differs(
             _sed_set(config.lines, key, value), lines, compare))),
          Rule("section", f"that only `{key}` of the `{section}` section changes", sed)),
@@ -331,7 +332,7 @@ def extract_values(ctx: StepContext, source) -> StepResult:
     solution = f"awk -v key={q(key)} '{program}' {q(config.path)}{sort} > {q(out)}"
     compare = ctx.compare(order_matters=True)
     plain = [f"{s} {v}" for s, v in pairs if v != "-" or s in values]
-    wrong = rules(
+    wrong = exercised(
         (differs(grepped(key, mode), lines, compare),
          Rule("comments", "that commented-out settings do not count",
               f"awk -v key={q(key)} "
@@ -403,7 +404,7 @@ def to_env(ctx: StepContext, source) -> StepResult:
                f"print {value} }}")
     solution = f"awk -v p={q(prefix)} '{program}' {q(config.path)} > {q(out)}"
     compare = ctx.compare(order_matters=True)
-    wrong = rules(
+    wrong = exercised(
         (differs(env(awk_settings(config.lines, comments=True)), lines, compare),
          Rule("comments", "that commented-out settings are not exported",
               solution.replace(SKIP_COMMENTS, ""))),

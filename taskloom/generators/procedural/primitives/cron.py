@@ -22,10 +22,10 @@ from taskloom.generators.procedural.primitives.base import (
     Rule,
     StepContext,
     StepResult,
+    differs,
     primitive,
     source,
 )
-from taskloom.generators.procedural.primitives.text import differs
 from taskloom.generators.procedural.sources.common import data_dir, noisy, spaced
 from taskloom.generators.procedural.world import lines_text, q
 

@@ -119,7 +119,7 @@ def find_large(ctx: StepContext, source) -> StepResult:
     large = [f for f in tree.files if len(f.content) > limit]
     lines = tuple(report(large))
     where = (f"PATH the absolute path (starting with `{tree.path}/`)" if absolute else
-             "PATH relative to that directory, without a leading `./`")
+             f"PATH relative to that directory{ctx.bare(', without a leading `./`')}")
     out = ctx.output_path("large-files", "txt")
     sentence = ctx.phrase([
         f"Find every regular file below {tree.phrase} (all subfolders, hidden files "
@@ -160,17 +160,18 @@ def find_large(ctx: StepContext, source) -> StepResult:
         instruction=sentence,
         solution=listing(),
         alternative=ctx.python(
-            [tree.path, out, str(limit), "absolute" if absolute else "relative"], r'''
-root, out, limit, shown = ARGS
+            [tree.path, out, str(limit), "absolute" if absolute else "relative",
+             ctx.dot_slash], r'''
+root, out, limit, shown, dot = ARGS
 rows = []
 for path, rel in regular(root):
     size = os.lstat(path).st_size
     if size > int(limit):
-        rows.append((-size, path if shown == b'absolute' else rel))
+        rows.append((-size, path if shown == b'absolute' else dot + rel))
 write(out, [b'%d %s' % (-size, name) for size, name in sorted(rows)])
 ''', prelude=PY_TREE),
         checks=[FileText(f"`{out}` lists the files larger than {kib} KiB", path=out,
-                         expected=lines_text(lines), compare=compare)],
+                         expected=lines_text(lines), compare=compare, form=ctx.path_form)],
         tools=("find", "sort"),
         rules=report_rules(compare, lines, wrong))
 
@@ -206,16 +207,18 @@ def find_old(ctx: StepContext, source) -> StepResult:
     lines = tuple(report(old))
     if layout == "dated":
         fmt = ("one `YYYY-MM-DD PATH` line per file (the UTC date of its last modification, "
-               "a space, its path relative to that directory without a leading `./`), "
+               f"a space, its path relative to that directory"
+               f"{ctx.bare(' without a leading `./`')}), "
                "sorted in byte order (so by date, then path)")
         shape = "as `YYYY-MM-DD PATH` lines (date of last change, relative path), sorted"
     elif layout == "oldest":
-        fmt = ("one path per line, relative to that directory (no leading `./`), the least "
-               "recently modified file first (equal times ordered by path in byte order)")
+        fmt = (f"one path per line, relative to that directory{ctx.bare(' (no leading `./`)')}"
+               ", the least recently modified file first (equal times ordered by path in byte "
+               "order)")
         shape = "one relative path per line, oldest first"
     else:
-        fmt = ("one path per line, relative to that directory (no leading `./`), sorted in "
-               "byte order")
+        fmt = (f"one path per line, relative to that directory{ctx.bare(' (no leading `./`)')}"
+               ", sorted in byte order")
         shape = "one relative path per line, sorted"
     compare = ctx.compare(order_matters=layout == "oldest")
     wrong = [  # (name, stated, solution ignoring it, the lines it writes)
@@ -240,13 +243,13 @@ def find_old(ctx: StepContext, source) -> StepResult:
                       f"before {stamp(cutoff)} ({shape})", lines=lines),
         instruction=sentence,
         solution=listing(),
-        alternative=ctx.python([tree.path, out, stamp(cutoff), layout], r'''
-root, out, cutoff, layout = ARGS
+        alternative=ctx.python([tree.path, out, stamp(cutoff), layout, ctx.dot_slash], r'''
+root, out, cutoff, layout, dot = ARGS
 old = []
 for path, rel in regular(root):
     mtime = os.lstat(path).st_mtime
     if mtime < epoch(cutoff.decode()):
-        old.append((mtime, rel))
+        old.append((mtime, dot + rel))
 if layout == b'dated':
     lines = sorted(time.strftime('%Y-%m-%d ', time.gmtime(m)).encode() + r for m, r in old)
 elif layout == b'oldest':
@@ -256,7 +259,7 @@ else:
 write(out, lines)
 ''', prelude=PY_TREE),
         checks=[FileText(f"`{out}` lists the files older than the cutoff", path=out,
-                         expected=lines_text(lines), compare=compare)],
+                         expected=lines_text(lines), compare=compare, form=ctx.path_form)],
         tools=("find", "sort", "cut") if layout == "oldest" else ("find", "sort"),
 rules=report_rules(compare, lines, wrong))
 
@@ -280,7 +283,7 @@ def find_by_extension(ctx: StepContext, source) -> StepResult:
     lines = tuple(sorted(shown(f) for f in found))
     contains = re.compile(r"\.(" + "|".join(re.escape(ext) for ext in extensions) + ")")
     where = (f"as absolute paths (starting with `{tree.path}/`)" if absolute else
-             "as paths relative to that directory (no leading `./`)")
+             f"as paths relative to that directory{ctx.bare(' (no leading `./`)')}")
     words = ext_words(extensions)
     out = ctx.output_path("by-extension", "txt")
     sentence = ctx.phrase([
@@ -310,14 +313,15 @@ def find_by_extension(ctx: StepContext, source) -> StepResult:
         solution=(f"find {q(tree.path)} -type f {name_tests(extensions)} -printf '{fmt}' | "
                   f"LC_ALL=C sort > {q(out)}"),
         alternative=ctx.python(
-            [tree.path, out, "absolute" if absolute else "relative", *extensions], r'''
-root, out, shown, *extensions = ARGS
+            [tree.path, out, "absolute" if absolute else "relative", ctx.dot_slash,
+             *extensions], r'''
+root, out, shown, dot, *extensions = ARGS
 ends = tuple(b'.' + ext for ext in extensions)
-write(out, sorted(path if shown == b'absolute' else rel for path, rel in regular(root)
+write(out, sorted(path if shown == b'absolute' else dot + rel for path, rel in regular(root)
                   if os.path.basename(path).endswith(ends)))
 ''', prelude=PY_TREE),
         checks=[FileText(f"`{out}` lists the {words} files", path=out, expected=lines_text(lines),
-                         compare=compare)],
+                         compare=compare, form=ctx.path_form)],
         tools=("find", "sort"),
         rules=report_rules(compare, lines, wrong))
 
@@ -453,7 +457,8 @@ def find_duplicates(ctx: StepContext, source) -> StepResult:
     if not groups:
         raise NotApplicable("no two files have the same content")
     scope = ("Only non-empty files count, hidden files (names starting with a dot) are "
-             "ignored, and all subfolders are searched. Paths have no leading `./`.")
+             "ignored, and all subfolders are searched." +
+             ctx.bare(" Paths have no leading `./`."))
     layout = ctx.rng.choice(("adjacent", "blocks", "redundant"))
 
     def report(groups, every: bool = False) -> list[str]:
@@ -551,12 +556,12 @@ def find_duplicates(ctx: StepContext, source) -> StepResult:
          f"{listing(depth=' -maxdepth 1')} | {tail} > {q(out)}",
          report(_duplicate_groups(tree.files, nested=False))),
     ]
-    alternative = ctx.python([tree.path, out, layout], r'''
-root, out, layout = ARGS
+    alternative = ctx.python([tree.path, out, layout, ctx.dot_slash], r'''
+root, out, layout, dot = ARGS
 groups = {}
 for path, rel in regular(root):
     if not os.path.basename(rel).startswith(b'.') and os.path.getsize(path):
-        groups.setdefault(sha(path), []).append(rel)
+        groups.setdefault(sha(path), []).append(dot + rel)
 groups = {digest: sorted(rels) for digest, rels in groups.items() if len(rels) > 1}
 if layout == b'redundant':
     lines = sorted(rel for rels in groups.values() for rel in rels[1:])
@@ -572,7 +577,7 @@ write(out, lines)
         output=Report(path=out, phrase=phrase, lines=lines),
         instruction=sentence, solution=solution, alternative=alternative,
         checks=[FileText(f"`{out}` lists the duplicates", path=out, expected=lines_text(lines),
-                         compare=compare)],
+                         compare=compare, form=ctx.path_form)],
         tools=("find", "sha256sum", "sort", tool),
         rules=report_rules(compare, lines, wrong))
 

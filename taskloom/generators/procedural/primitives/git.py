@@ -35,9 +35,10 @@ from taskloom.generators.procedural.primitives.base import (
     Rule,
     StepContext,
     StepResult,
+    differs,
+    exercised,
     primitive,
 )
-from taskloom.generators.procedural.primitives.text import differs, rules
 from taskloom.generators.procedural.sources.common import day
 from taskloom.generators.procedural.world import EPOCH_NOW, lines_text, q
 
@@ -359,7 +360,7 @@ def find_commit(ctx: StepContext, source) -> StepResult:
     newest = f"{git} log -1 --format={q(fmt)} {grep} {q(repo.branch)} > {q(out)}"
     oldest = (f"{git} log --reverse --format={q(fmt)} {grep} {q(repo.branch)} | "
               f"head -n 1 > {q(out)}")
-    wrong = rules(
+    wrong = exercised(
         (how == "issue" and [i for i, c in enumerate(repo.commits) if token in c.message]
          != indexes,
          Rule("issue", f"that `{token}` is not the start of a longer issue number",
@@ -446,7 +447,7 @@ def author_stats(ctx: StepContext, source) -> StepResult:
         checks=[FileText(f"{out} counts commits per author", path=out, expected=lines_text(lines),
                          compare=compare)],
         tools=("git", "sort", "uniq"),
-        rules=rules(
+        rules=exercised(
             (differs(shape(by_who), lines, compare),
              Rule("ranking", "that authors are ranked by their number of commits",
                   solution.replace(ranking, ""))),
@@ -720,7 +721,7 @@ def file_history(ctx: StepContext, source) -> StepResult:
     solution = (f"{_git(repo)} log --reverse{date} --format={q(fmt)} {q(repo.branch)} -- "
                 f"{q(path)} > {q(out)}")
     compare = ctx.compare(order_matters=True)
-    wrong = rules(
+    wrong = exercised(
         (differs(lines[::-1], lines, compare),
          Rule("order", "that the oldest commit comes first",
               solution.replace(" log --reverse", " log", 1))),
@@ -766,7 +767,7 @@ def export_tree(ctx: StepContext, source) -> StepResult:
     pathspec = " src" if only_src else ""
     solution = (f"{_git(repo)} archive --format={fmt}{option} -o {q(out)} "
                 f"{q(repo.branch)}{pathspec}")
-    wrong = rules(
+    wrong = exercised(
         (bool(prefix), Rule("prefix", f"that every path starts with `{prefix}`",
                             solution.replace(option, "", 1))),
         (only_src and len(paths) < len(state),

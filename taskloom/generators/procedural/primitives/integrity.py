@@ -43,8 +43,8 @@ def make_manifest(ctx: StepContext, source) -> StepResult:
     scope = ("leaving out hidden files, whose names start with a dot" if skip_hidden else
              "hidden files included")
     fmt = ("in the format `sha256sum` prints, `HASH  PATH` (hex digest, two spaces, the path "
-           "relative to that directory without a leading `./`), one line per file, sorted "
-           "by PATH in byte order")
+           f"relative to that directory{ctx.bare(' without a leading `./`')}), one line per "
+           "file, sorted by PATH in byte order")
     sentence = ctx.phrase([
         f"Write a sha256 manifest of every file below {tree.phrase} (all subfolders; "
         f"{scope}) to `{out}`, {fmt}.",
@@ -68,8 +68,9 @@ def make_manifest(ctx: StepContext, source) -> StepResult:
     if any("/" in f.relpath for f in listed):
         rules.append(Rule("subfolders", "that the files in subfolders are listed too",
                           manifest(find=". -maxdepth 1")))
-    rules.append(Rule("no-dot-slash", "that the paths have no leading `./`",
-                      manifest(name="-print0")))
+    if ctx.path_form == "text":
+        rules.append(Rule("no-dot-slash", "that the paths have no leading `./`",
+                          manifest(name="-print0")))
     if sorted(lines) != list(lines):
         rules.append(Rule("sort-path", "that the lines are sorted by path",
                           manifest(sort="", after=" | LC_ALL=C sort")))
@@ -80,14 +81,14 @@ def make_manifest(ctx: StepContext, source) -> StepResult:
         instruction=sentence,
         solution=manifest(),
         alternative=ctx.python(
-            [tree.path, out, "skip-hidden" if skip_hidden else "all"], r'''
-root, out, scope = ARGS
+            [tree.path, out, "skip-hidden" if skip_hidden else "all", ctx.dot_slash], r'''
+root, out, scope, dot = ARGS
 files = sorted((rel, path) for path, rel in regular(root)
                if scope == b'all' or not os.path.basename(rel).startswith(b'.'))
-write(out, [sha(path) + b'  ' + rel for rel, path in files])
+write(out, [sha(path) + b'  ' + dot + rel for rel, path in files])
 ''', prelude=PY_TREE),
         checks=[FileText(f"`{out}` is the sha256 manifest", path=out, expected=lines_text(lines),
-                         compare=ctx.compare(order_matters=True))],
+                         compare=ctx.compare(order_matters=True), form=ctx.path_form)],
         tools=("find", "sort", "sha256sum"), rules=tuple(rules))
 
 
@@ -240,7 +241,8 @@ def compare_trees(ctx: StepContext, source) -> StepResult:
     out = ctx.output_path("tree-diff", "txt")
     fmt = ("one `STATUS PATH` line per file (hidden ones included) that is not identical "
            "in both trees, PATH "
-           "relative to the tree roots (no leading `./`); STATUS is `DIFFERS` (in both, "
+           f"relative to the tree roots{ctx.bare(' (no leading `./`)')}; STATUS is "
+           "`DIFFERS` (in both, "
            "different content), "
            f"`MISSING` (in `{tree.path}` but not in the copy) or `EXTRA` (only in the copy); "
            "lines sorted by PATH in byte order; identical files are not listed")
@@ -277,8 +279,8 @@ def compare_trees(ctx: StepContext, source) -> StepResult:
     if sorted(lines) != list(lines):
         rules.append(Rule("sort-path", "that the lines are sorted by PATH",
                           compare(sort="LC_ALL=C sort")))
-    alternative = ctx.python([tree.path, copy, out], r'''
-root, copy, out = ARGS
+    alternative = ctx.python([tree.path, copy, out, ctx.dot_slash], r'''
+root, copy, out, dot = ARGS
 here = {rel: path for path, rel in regular(root)}
 there = {rel: path for path, rel in regular(copy)}
 status = {rel: b'MISSING' for rel in here.keys() - there.keys()}
@@ -286,12 +288,12 @@ status.update({rel: b'EXTRA' for rel in there.keys() - here.keys()})
 for rel in here.keys() & there.keys():
     if sha(here[rel]) != sha(there[rel]):
         status[rel] = b'DIFFERS'
-write(out, [status[rel] + b' ' + rel for rel in sorted(status)])
+write(out, [status[rel] + b' ' + dot + rel for rel in sorted(status)])
 ''', prelude=PY_TREE)
     return StepResult(
         output=Report(path=out, phrase=f"the `STATUS PATH` lines of the differences between "
                       f"{tree.phrase} and its copy `{copy}`", lines=lines),
         instruction=sentence, solution=solution, alternative=alternative,
         checks=[FileText(f"`{out}` lists the differences", path=out, expected=lines_text(lines),
-                         compare=ctx.compare(order_matters=True))],
+                         compare=ctx.compare(order_matters=True), form=ctx.path_form)],
         tools=("find", "sort", "diff", "comm", "cmp"), rules=tuple(rules))

@@ -29,6 +29,8 @@ from taskloom.generators.procedural.primitives.base import (
     Rule,
     StepContext,
     StepResult,
+    differs,
+    exercised,
     primitive,
 )
 from taskloom.generators.procedural.world import DAY, EPOCH_NOW, lines_text, q
@@ -60,28 +62,6 @@ def _field(line: str, number: int) -> str:
     """The awk field `$number` of a line: "" past the last field."""
     fields = _fields(line)
     return fields[number - 1] if number <= len(fields) else ""
-
-
-def _norm(lines) -> list[str]:
-    """Lines as the checks read a text file (see checks._norm)."""
-    text = lines_text(lines)
-    return [line.rstrip() for line in text.rstrip("\n").split("\n")] if text.strip() else []
-
-
-def _differs(compare: str, naive, expected) -> bool:
-    """Whether checks comparing text this way tell the `naive` lines from the `expected`.
-
-    A rule is declared only then: its mutant must change what the checks see.
-    """
-    if compare == "exact":
-        return lines_text(naive) != lines_text(expected)
-    got, want = _norm(naive), _norm(expected)
-    return got != want if compare == "lines" else sorted(got) != sorted(want)
-
-
-def _rules(*candidates: tuple[bool, Rule]) -> tuple[Rule, ...]:
-    """The rules whose mutants the data exercises."""
-    return tuple(rule for exercised, rule in candidates if exercised)
 
 
 def _ranked(counts: Counter, top: int | None = None, *,
@@ -224,7 +204,7 @@ def filter_level(ctx: StepContext, source) -> StepResult:
         return tuple(r.line() for r in log.records if r.level == level)
 
     # A level whose cut-off lines a filter on the second field alone would keep, if any.
-    level = ctx.rng.choice([lv for lv in levels if _differs(compare, loose(lv), kept(lv))]
+    level = ctx.rng.choice([lv for lv in levels if differs(loose(lv), kept(lv), compare)]
                            or levels)
     lines = kept(level)
     if len(lines) == len(log.records):
@@ -247,10 +227,10 @@ def filter_level(ctx: StepContext, source) -> StepResult:
                          expected=lines_text(lines),
                          compare=compare)],
         tools=("awk",), notes=_notes(ctx, log, SKIP_APP),
-        rules=_rules(
+        rules=exercised(
             (True, Rule("level", f"that only the {level} records are kept",
                         f"awk '{APP_AWK}' {q(log.path)} > {q(out)}")),
-            (_differs(compare, loose(level), lines),
+            (differs(loose(level), lines, compare),
              Rule("skip-malformed", "that lines which are not complete log records are skipped",
                   f"awk '$2 == \"{level}\"' {q(log.path)} > {q(out)}"))))
 
@@ -260,7 +240,7 @@ def _order_rule(ctx: StepContext, log, out: str, select: str, field: int, counts
     """Key order, in a count report whose checks see the order: the mutant ranks by count."""
     naive = _ranked(counts)
     expected = tuple(f"{key} {counts[key]}" for key in sorted(counts))
-    return (_differs(ctx.compare(), naive, expected),
+    return (differs(naive, expected, ctx.compare()),
             Rule("order", f"that the lines are sorted by {by}",
                  _count_solution(log.path, out, select, field, rank=" | sort -k2,2nr")))
 
@@ -284,7 +264,7 @@ def count_by_level(ctx: StepContext, source) -> StepResult:
         phrase=(f"the record count per level of {log.phrase} (`LEVEL COUNT` lines, levels in "
                 "alphabetical order)"),
         label=f"`{out}` counts records per level", select=APP_AWK, field=2, note=SKIP_APP,
-        rules=_rules(_skip_rule(log, out, 2, counts, what="complete log records"),
+        rules=exercised(_skip_rule(log, out, 2, counts, what="complete log records"),
                      _order_rule(ctx, log, out, APP_AWK, 2, counts, "level name")),
         alternative=ctx.python([log.path, out], f"""
 import collections, re, sys
@@ -320,7 +300,7 @@ def time_window(ctx: StepContext, source) -> StepResult:
     windows = [(stamps[ctx.rng.randint(1, len(stamps) // 3)],
                 stamps[ctx.rng.randint(2 * len(stamps) // 3, len(stamps) - 1)])
                for _ in range(4)]
-    start, end = next((w for w in windows if _differs(compare, loose(*w), kept(*w))),
+    start, end = next((w for w in windows if differs(loose(*w), kept(*w), compare)),
                       windows[0])
     records = tuple(r for r in log.records if start <= r.timestamp < end)
     if len(records) < 3 or start == end:
@@ -363,14 +343,14 @@ with open(sys.argv[1], 'rb') as src, open(sys.argv[2], 'wb') as dst:
                          expected=lines_text(lines),
                          compare=compare)],
         tools=("awk",), notes=_notes(ctx, log, SKIP_APP),
-        rules=_rules(
-            (_differs(compare, kept(start, end, inclusive=(False, False)), lines),
+        rules=exercised(
+            (differs(kept(start, end, inclusive=(False, False)), lines, compare),
              Rule("start-inclusive", f"that records at exactly {start} are kept",
                   wrong("$1 > a && $1 < b"))),
-            (_differs(compare, kept(start, end, inclusive=(True, True)), lines),
+            (differs(kept(start, end, inclusive=(True, True)), lines, compare),
              Rule("end-exclusive", f"that records at exactly {end} are left out",
                   wrong("$1 >= a && $1 <= b"))),
-            (_differs(compare, loose(start, end), lines),
+            (differs(loose(start, end), lines, compare),
              Rule("skip-malformed", "that lines which are not complete log records are skipped",
                   wrong("$1 >= a && $1 < b", select="")))))
 
@@ -388,20 +368,20 @@ def extract_ids(ctx: StepContext, source) -> StepResult:
     def found(lines) -> tuple[str, ...]:
         return tuple(ident for line in lines for ident in re.findall(ID_PATTERN, line))
 
-    def exercised(level: str) -> set[str]:
+    def telling(level: str) -> set[str]:
         """The rules whose mutants find other identifiers than the level's own."""
         own = found(r.line() for r in log.records if r.level == level)
         naive = {"level": found(r.line() for r in log.records),
                  "keep-repeats": tuple(dict.fromkeys(own)),
                  "skip-malformed": found(line for line in log.lines
                                          if _field(line, 2) == level)}
-        return {name for name, ids in naive.items() if _differs(compare, ids, own)}
+        return {name for name, ids in naive.items() if differs(ids, own, compare)}
 
     # A level where the most rules matter (other levels' ids, repeated ids).
-    most = max(len(exercised(lv)) for lv in levels)
-    level = ctx.rng.choice([lv for lv in levels if len(exercised(lv)) == most])
+    most = max(len(telling(lv)) for lv in levels)
+    level = ctx.rng.choice([lv for lv in levels if len(telling(lv)) == most])
     ids = found(r.line() for r in log.records if r.level == level)
-    matter = exercised(level)
+    matter = telling(level)
     out = ctx.output_path(f"{level.lower()}-ids", "txt")
     sentence = ctx.phrase([
         f"Identifiers in {log.phrase} look like `a1234` (a letter a-f then four digits). "
@@ -428,7 +408,7 @@ def extract_ids(ctx: StepContext, source) -> StepResult:
                          expected=lines_text(ids),
                          compare=compare)],
         tools=("awk", "grep"), notes=_notes(ctx, log, SKIP_APP),
-        rules=_rules(
+        rules=exercised(
             ("level" in matter,
              Rule("level", f"that only the {level} records' identifiers are listed",
                   f"awk '{APP_AWK}' {q(log.path)} | grep -oE '{ID_PATTERN}' > {q(out)}")),
@@ -477,7 +457,7 @@ def to_csv(ctx: StepContext, source) -> StepResult:
         alternative=_csv_alternative(ctx, log.path, table, PY_RECORD, "match.groups()"),
         checks=[_csv_check(ctx, f"`{out}` holds the records as CSV", table)],
         tools=("awk",), notes=_notes(ctx, log, SKIP_APP),
-        rules=_rules(
+        rules=exercised(
             (True, Rule("bare-component", "that the component is written without its brackets",
                         rows_awk(parsed, 'print m[1] "," m[2] ",[" m[3] "]," m[4]'))),
             # Every line split into fields: a line that is no record still makes a row.
@@ -510,7 +490,7 @@ def top_clients(ctx: StepContext, source) -> StepResult:
         ctx, log, counts, out=out, sentence=sentence,
         phrase=f"the {top} busiest clients of {log.phrase} (`IP COUNT` lines, busiest first)",
         label=f"`{out}` ranks the top clients", select=ACCESS_AWK, field=1, note=SKIP_ACCESS,
-        ranked=True, top=top, rules=_rules(
+        ranked=True, top=top, rules=exercised(
             (True, Rule("top-n", f"that only the {top} busiest clients are listed",
                         _count_solution(log.path, out, ACCESS_AWK, 1, rank=RANK))),
             _rank_rule(ctx, log, out, ACCESS_AWK, 1, counts, top, "busiest"),
@@ -534,7 +514,7 @@ def _rank_rule(ctx: StepContext, log, out: str, select: str, field: int, counts:
     """Most first, in a ranked count report: the mutant sorts the counts ascending."""
     naive = tuple(f"{key} {count}" for key, count in
                   sorted(counts.items(), key=lambda item: (item[1], item[0]))[:top])
-    return (_differs(ctx.compare(order_matters=True), naive, _ranked(counts, top)),
+    return (differs(naive, _ranked(counts, top), ctx.compare(order_matters=True)),
             Rule("rank-order", f"that the {most} come first",
                  _count_solution(log.path, out, select, field, rank=" | sort -k2,2n -k1,1",
                                  top=top)))
@@ -572,7 +552,7 @@ def status_summary(ctx: StepContext, source) -> StepResult:
                 "status code)"),
         label=f"`{out}` counts requests per status", select=ACCESS_AWK, field=9,
         note=SKIP_ACCESS, numeric=True,
-        rules=_rules(_skip_rule(log, out, 9, Counter({str(k): n for k, n in counts.items()}),
+        rules=exercised(_skip_rule(log, out, 9, Counter({str(k): n for k, n in counts.items()}),
                                 numeric=True, what="requests"),
                      _order_rule(ctx, log, out, ACCESS_AWK, 9,
                                  Counter({str(k): n for k, n in counts.items()}),
@@ -604,7 +584,7 @@ def failing_paths(ctx: StepContext, source) -> StepResult:
         phrase=(f"the paths with server errors in {log.phrase} (`PATH COUNT` lines, most "
                 "errors first)"),
         label=f"`{out}` ranks paths by server errors", select=f"{ACCESS_AWK} && $9 >= 500",
-        field=7, note=SKIP_ACCESS, ranked=True, rules=_rules(
+        field=7, note=SKIP_ACCESS, ranked=True, rules=exercised(
             (_ranked(Counter(r.path for r in log.records)) != _ranked(counts),
              Rule("server-errors", "that only 5xx responses are counted",
                   _count_solution(log.path, out, ACCESS_AWK, 7, rank=RANK))),
@@ -659,7 +639,7 @@ def access_to_csv(ctx: StepContext, source) -> StepResult:
         output=table,
         instruction=sentence,
         solution=rows_awk(f"{ACCESS_AWK} "),
-        rules=_rules(
+        rules=exercised(
             (True, Rule("bare-time", "that the time is written without the `+0000` offset",
                         rows_awk(f"{ACCESS_AWK} ",
                                  't=$4 " " $5; sub(/^\\[/, "", t); sub(/\\]$/, "", t)'))),
@@ -713,11 +693,11 @@ def merge_sorted(ctx: StepContext, source) -> StepResult:
                       lines=lines, records=tuple(merged)),
         instruction=sentence,
         solution=f"{each} | sort -s -k1,1 > {q(out)}",
-        rules=_rules(
-            (_differs(compare, concatenated, lines),
+        rules=exercised(
+            (differs(concatenated, lines, compare),
              Rule("time-order", "that the records are ordered by timestamp",
                   f"{each} > {q(out)}")),
-            (_differs(compare, unstable, lines),
+            (differs(unstable, lines, compare),
              Rule("stable", "that records with the same timestamp keep file-name and line "
                             "order", f"{each} | LC_ALL=C sort -k1,1 > {q(out)}")),
             (any(_malformed(log) for log in ordered),
@@ -787,15 +767,15 @@ def error_summary(ctx: StepContext, source) -> StepResult:
             lines=lines),
         instruction=sentence,
         solution=counted(APP_AWK + " && "),
-        rules=_rules(
-            (_differs(compare, tuple(line for line in lines if not line.endswith(" 0")), lines),
+        rules=exercised(
+            (differs(tuple(line for line in lines if not line.endswith(" 0")), lines, compare),
              Rule("zero-counts", "that services without errors are listed with 0",
                   counted(APP_AWK + " && ", " | awk '$2 != 0'"))),
-            (_differs(compare, loose, lines),
+            (differs(loose, lines, compare),
              Rule("skip-malformed", "that lines which are not complete log records are skipped",
                   counted(""))),
-            (_differs(compare, _ranked(Counter({service: int(count) for service, count in
-                                                map(str.split, lines)})), lines),
+            (differs(_ranked(Counter({service: int(count) for service, count in
+                                                map(str.split, lines)})), lines, compare),
              Rule("order", "that the services are in alphabetical order",
                   counted(APP_AWK + " && ", " | sort -k2,2nr")))),
         alternative=(f"find {q(logs.path)} -maxdepth 1 -type f -name '*.log' -exec perl -e '"
@@ -887,7 +867,7 @@ def rotate_keep(ctx: StepContext, source) -> StepResult:
         output=LogDir(path=logs.path, phrase=f"the rotated logs in `{logs.path}`",
                       logs=tuple(rotated), mtimes=tuple(None for _ in rotated)),
         instruction=sentence, solution=solution, alternative=alternative,
-        rules=_rules(
+        rules=exercised(
             (True, Rule("keep-limit", f"that generations above {keep} are deleted",
                         rotation(limit=False))),
             (shifted, Rule("shift", "that the older generations move up by one",

@@ -416,8 +416,8 @@ def find_world_writable(ctx: StepContext, source) -> StepResult:
     lines = tuple(report((f.relpath, f.mode) for f in found))
     if relative:
         layout = (f"one line per file: its permission bits in octal as `stat -c %a` prints "
-                  f"them (like `666`), a space, then its path relative to {tree.path} (no "
-                  "leading `./`); lines sorted by path in byte order")
+                  f"them (like `666`), a space, then its path relative to {tree.path}"
+                  f"{ctx.bare(' (no leading `./`)')}; lines sorted by path in byte order")
     else:
         layout = "the absolute path of each such file, one per line, sorted in byte order"
     solution = listing()
@@ -434,9 +434,10 @@ def find_world_writable(ctx: StepContext, source) -> StepResult:
                       listing(order=""), report(((f.relpath, f.mode) for f in found),
                                                 by_line=True)))
     alternative = ctx.python(
-        [tree.path, out, "relative" if relative else "absolute"],
+        [tree.path, out, "relative" if relative else "absolute", ctx.dot_slash],
         "import os, stat, sys\n"
         "root, out, layout = os.fsencode(sys.argv[1]), sys.argv[2], sys.argv[3]\n"
+        "dot = os.fsencode(sys.argv[4])\n"
         "rows = []\n"
         "for top, dirs, files in os.walk(root):\n"
         "    for name in files:\n"
@@ -444,7 +445,7 @@ def find_world_writable(ctx: StepContext, source) -> StepResult:
         "        info = os.lstat(path)\n"
         "        if stat.S_ISREG(info.st_mode) and info.st_mode & stat.S_IWOTH:\n"
         "            rel = os.path.relpath(path, root)\n"
-        "            rows.append((rel, b'%o %s' % (stat.S_IMODE(info.st_mode), rel)\n"
+        "            rows.append((rel, b'%o %s%s' % (stat.S_IMODE(info.st_mode), dot, rel)\n"
         "                         if layout == 'relative' else path))\n"
         "with open(out, 'wb') as handle:\n"
         "    handle.writelines(line + b'\\n' for _, line in sorted(rows))\n")
@@ -461,7 +462,7 @@ def find_world_writable(ctx: StepContext, source) -> StepResult:
                       lines=lines),
         instruction=sentence, solution=solution, alternative=alternative,
         checks=[FileText(f"{out} lists the world-writable files", path=out,
-                         expected=lines_text(lines), compare=compare)],
+                         expected=lines_text(lines), compare=compare, form=ctx.path_form)],
         tools=("find", "sort"),
         rules=report_rules(compare, lines, wrong))
 

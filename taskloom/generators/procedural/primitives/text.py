@@ -16,35 +16,18 @@ from collections import Counter
 
 from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import Report, TextFile
-from taskloom.generators.procedural.checks import Compare, FileText
+from taskloom.generators.procedural.checks import FileText
 from taskloom.generators.procedural.primitives.base import (
     Rule,
     StepContext,
     StepResult,
+    differs,
+    exercised,
     primitive,
 )
 from taskloom.generators.procedural.world import lines_text, q
 
 TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9-]{3,}")
-
-
-def shown(lines, compare: Compare) -> object:
-    """What a FileText check under `compare` sees of a file holding these lines."""
-    text = lines_text(lines)
-    if compare == "exact":
-        return text
-    norm = [line.rstrip() for line in text.rstrip("\n").split("\n")] if text.strip() else []
-    return norm if compare == "lines" else sorted(norm)
-
-
-def differs(naive, expected, compare: Compare) -> bool:
-    """True when the check tells a wrong solution's lines from the expected ones."""
-    return shown(naive, compare) != shown(expected, compare)
-
-
-def rules(*candidates: tuple[bool, Rule]) -> tuple[Rule, ...]:
-    """The rules whose ignoring the check sees (the flag computed on this input)."""
-    return tuple(rule for seen, rule in candidates if seen)
 
 
 def _folded(word: str, line: str) -> bool:
@@ -106,7 +89,7 @@ def sort_unique(ctx: StepContext, source) -> StepResult:
         checks=[FileText(f"`{out}` holds the sorted distinct lines", path=out,
                          expected=lines_text(result), compare=compare)],
         tools=("sort",),
-        rules=rules(
+        rules=exercised(
             (differs(sorted(lines), result, compare),
              Rule("dedupe", "that each line is written once",
                   f"LC_ALL=C sort {q(source.path)} > {q(out)}")),
@@ -177,7 +160,7 @@ def count_frequency(ctx: StepContext, source) -> StepResult:
             "        out.write(b'%d %s\\n' % (count, line))\n"),
         checks=[FileText(f"`{out}` ranks the most frequent lines", path=out,
                          expected=lines_text(result), compare=compare)],
-        tools=("sort", "uniq", "sed"), rules=rules(*wrong))
+        tools=("sort", "uniq", "sed"), rules=exercised(*wrong))
 
 
 @primitive("text.replace_pattern")
@@ -218,7 +201,7 @@ def replace_pattern(ctx: StepContext, source) -> StepResult:
                      f"{q(source.path)} > {q(out)}"),
         checks=[FileText(f"`{out}` has `{word}` replaced", path=out, expected=lines_text(result),
                          compare=compare)],
-        tools=("sed",), rules=rules(*wrong))
+        tools=("sed",), rules=exercised(*wrong))
 
 
 @primitive("text.filter_lines")
@@ -257,7 +240,7 @@ def filter_lines(ctx: StepContext, source) -> StepResult:
                      f"{q(source.path)} > {q(out)}"),
         checks=[FileText(f"`{out}` holds the lines with `{word}`", path=out,
                          expected=lines_text(result), compare=compare)],
-        tools=("grep",), rules=rules(*wrong))
+        tools=("grep",), rules=exercised(*wrong))
 
 
 @primitive("text.count_lines")
@@ -307,7 +290,7 @@ def count_lines(ctx: StepContext, source) -> StepResult:
             "    out.write(str(count) + END)\n"),
         checks=[FileText(f"`{out}` holds the count", path=out, expected=f"{count}\n",
                          compare=compare)],
-        tools=("grep",), rules=rules(*wrong))
+        tools=("grep",), rules=exercised(*wrong))
 
 
 @primitive("text.head_tail")
@@ -344,7 +327,7 @@ def head_tail(ctx: StepContext, source) -> StepResult:
         checks=[FileText(f"`{out}` holds lines {first}-{last}", path=out,
                          expected=lines_text(result), compare=compare)],
         tools=("sed",),
-        rules=rules(
+        rules=exercised(
             (differs(lines[first:last], result, compare),
              Rule("inclusive", f"that line {first} itself is included",
                   f"head -n {last} {q(source.path)} | tail -n {last - first} > {q(out)}")),
@@ -379,7 +362,7 @@ def drop_blank(ctx: StepContext, source) -> StepResult:
         checks=[FileText(f"`{out}` has no blank lines", path=out, expected=lines_text(result),
                          compare=compare)],
         tools=("sed",),
-        rules=rules(
+        rules=exercised(
             (differs([line.rstrip(" \t") for line in lines], result, compare),
              Rule("blank", "that blank lines are removed",
                   f"sed 's/[[:blank:]]*$//' {q(source.path)} > {q(out)}")),
