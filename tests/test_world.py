@@ -36,3 +36,46 @@ def test_the_worlds_accounts_get_ids_no_base_account_has():
     assert f"groupadd -g {groups['ops-team']} ops-team" in script
     assert f"useradd -u {users['ops-jobs']} -U -m -s /bin/bash -G adm,ops-team ops-jobs" in script
     assert "usermod -a -G ops-team www-data" in script
+
+
+def test_modes_other_than_644_and_755_are_set_by_the_setup_script():
+    world = World()
+    world.add("/srv/a.txt", "a", mode=0o666, owner="www-data")
+    world.add("/srv/b.sh", "b", mode=0o755)
+    world.add("/srv/c.txt", "c")
+    lines = world.setup_script().splitlines()
+    assert lines.index("chmod 666 /srv/a.txt") > lines.index("chown www-data:root /srv/a.txt")
+    assert not [line for line in lines if "b.sh" in line or "c.txt" in line]
+
+
+@pytest.mark.docker
+def test_a_task_survives_a_git_round_trip(tmp_path):
+    """Datasets travel as git repositories, which keep only 644 and 755: a world-writable
+    input that lived only in its file's mode made even the reference solution fail."""
+    import subprocess
+    import sys
+
+    from taskloom.generators.procedural.backend import ProceduralGenerator, blueprint_for
+    from taskloom.generators.protocols import Difficulty
+    from taskloom.harbor import write_task_folder
+    from taskloom.skill_graph.model import load_graph
+
+    graph = load_graph()
+    difficulty = Difficulty(steps=1, tool_breadth=1, data_volume=1, noise=1,
+                            specification=1, edge_cases=1, strictness=1)
+    task = ProceduralGenerator(graph).generate(blueprint_for(
+        graph, ("perms.find_world_writable",), seed=0, difficulty=difficulty)).task
+    written = tmp_path / "repo" / "task"
+    write_task_folder(task, written)
+    assert any(path.stat().st_mode & 0o002 for path in written.rglob("*") if path.is_file())
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]
+    for command in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "tasks"]):
+        subprocess.run([*git, "-C", str(tmp_path / "repo"), *command], check=True)
+    subprocess.run([*git, "clone", "-q", str(tmp_path / "repo"), str(tmp_path / "clone")],
+                   check=True)
+    cloned = tmp_path / "clone" / "task"
+    assert not any(path.stat().st_mode & 0o002 for path in cloned.rglob("*"))
+    done = subprocess.run([sys.executable, "-m", "taskloom.cli", "validate", str(cloned),
+                           "--runtime", "docker", "--checks", "structure,build,nop,oracle"],
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr

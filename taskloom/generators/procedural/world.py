@@ -130,6 +130,10 @@ class World:
         for path, spec in sorted(self.files.items()):
             if (spec.owner, spec.group) != ("root", "root"):
                 lines.append(f"chown {q(spec.owner)}:{q(spec.group)} {q(path)}")
+            # A git checkout keeps only 644 and 755, a copy under umask 022 drops group and
+            # other write: any other mode is set here (after chown, which clears setuid).
+            if spec.mode not in (0o644, 0o755):
+                lines.append(f"chmod {spec.mode:o} {q(path)}")
         lines.extend(self.commands)
         for path, spec in sorted(self.files.items()):
             if spec.mtime is not None:
