@@ -52,6 +52,10 @@ class ValidationConfig(Frozen):
         "task, `<folder>/*.sh` for every task.")
     timeout_cap_sec: float = Field(default=300.0, gt=0,
                                    description="Upper bound on a task's own timeouts.")
+    nop_budget_sec: float = Field(
+        default=60.0, gt=0, description="test.sh limit on the untouched environment: tests "
+        "still running then (waiting for a service nothing started) count as not solved, "
+        "with a warning, instead of a `timeout` after the verifier's whole limit.")
     default_solution_timeout_sec: float = Field(
         default=600.0, gt=0, description="solve.sh limit when [agent].timeout_sec is unset.")
     memory_cap_mb: int = Field(default=4096, gt=0,

@@ -46,9 +46,12 @@ TASKLOOM = [sys.executable, "-m", "taskloom.cli"]
 # instruction names the results of hidden steps A, B, ... instead of nesting them. Then a
 # last step's listing below strictness 3 no longer states "no leading `./`" (its check and
 # alternative take `./` paths), and rules are kept only where the checks' own line reading
-# tells the mutant apart.
-TASKS_DIGEST = "07b0ec63440e18431cae9e3f849d22453ecf778d56dad0deb10acb17a2a79d69"
-HF_EXPORT_DIGEST = "8a0d0e5fbd8f0ddb6073dc1c01b32f0845efb401a590baa97ddbae0d60f27cfe"
+# tells the mutant apart. Then (two runs, same values) test.sh runs with a PATH of /usr/bin
+# alone, names its tools by their full paths, and refuses those tools (and git, sqlite3,
+# crontab) changed after the start, before it runs any but find (a blind forger's `env`
+# planted in /usr/sbin earned reward 1).
+TASKS_DIGEST = "7a3e0c7f78af26b4fee86f9e6b722994ac8e7b26be0d89b75c71527d316c6dbb"
+HF_EXPORT_DIGEST = "65588b0f4532b6ba4afa08fbd768850caa9aca7a06e3e8cad7f21cae5d255dee"
 
 
 def test_main_job_dataset_and_hf_export_are_unchanged(tmp_path):

@@ -7,7 +7,7 @@ import pytest
 from taskloom.errors import Unemulable
 from taskloom.models import TaskFile
 from taskloom.sandbox.dockerfile import emulate, parse
-from taskloom.sandbox.driver import Capture, parse_reward
+from taskloom.sandbox.driver import Capture, lowest, parse_reward
 from taskloom.validators.mutations import solution_steps, without_step
 
 CONTEXT = (TaskFile(path="Dockerfile", content=b"FROM x\n"),
@@ -64,14 +64,22 @@ def test_unemulable_dockerfiles_say_why(text, why):
         emulate(text, CONTEXT)
 
 
-def test_parse_reward():
-    assert parse_reward({"reward.txt": b" 1\n"}) == (1.0, None)
+def test_parse_reward_reads_named_rewards_as_harbor_does():
+    assert parse_reward({"reward.txt": b" 1\n"}) == ({"reward": 1.0}, None)
     # reward.json first, as Harbor 0.26 reads them
-    assert parse_reward({"reward.txt": b"0.5", "reward.json": b"1"}) == (1.0, None)
-    assert parse_reward({"reward.json": b'{"reward": 1}'}) == (1.0, None)
-    assert parse_reward({"reward.json": b'{"accuracy": 0.25}'}) == (0.25, None)
+    assert parse_reward({"reward.txt": b"0.5", "reward.json": b'{"reward": 1}'}) == (
+        {"reward": 1.0}, None)
+    assert parse_reward({"reward.json": b'{"accuracy": 0.25}'}) == ({"accuracy": 0.25}, None)
+    named = {"correctness": 1.0, "performance": 0.5}
+    assert parse_reward({"reward.json": b'{"correctness": 1, "performance": 0.5}'}) == (
+        named, None)
+    assert lowest(named) == 0.5 and lowest(None) is None
     assert parse_reward({"reward.txt": b"yes"})[1] == "reward.txt holds 'yes', not a number"
-    assert "no numeric" in parse_reward({"reward.json": b'{"a": 1, "b": 2}'})[1]
+    assert parse_reward({"reward.txt": b"nan"})[1] == "reward.txt holds 'nan', not a finite number"
+    # Harbor refuses a bare number, a string and an empty object in reward.json
+    assert "not an object of named rewards" in parse_reward({"reward.json": b"1"})[1]
+    assert parse_reward({"reward.json": b'{"a": "1"}'})[1] == "reward.json: 'a' is \"1\", not a number"
+    assert parse_reward({"reward.json": b"{}"})[1] == "reward.json names no reward"
     assert "wrote no" in parse_reward({})[1]
 
 

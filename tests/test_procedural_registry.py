@@ -60,7 +60,7 @@ def test_every_primitive_validates_in_the_sandbox(docker_runtime):
 @pytest.mark.timeout(3600)
 @pytest.mark.parametrize("verifier", ["shared", "separate"])
 def test_every_primitive_withstands_every_probe(runtime_name, request, verifier):
-    """Each of the 20 tamper probes alone, from the start, on every primitive's task."""
+    """Each tamper probe alone, from the start, on every primitive's task."""
     if runtime_name == "bwrap" and verifier == "separate":
         pytest.skip("the separate verifier is swept on docker; tests/test_tamper.py runs it "
                     "on bwrap")

@@ -122,10 +122,28 @@ def test_a_probe_that_leaves_no_readable_reward_earns_nothing_and_the_report_say
     assert broken in tamper.log
 
 
+
+def test_a_graded_task_is_forged_only_above_its_untouched_score(tmp_path):
+    """Where the untouched environment already scores 0.2, a probe earning 0.2 earned
+    nothing; one earning 0.5 did."""
+    task = read_task_folder(make_task(tmp_path, "good"))
+    config = ValidationConfig(checks=("nop", "tamper"))
+    for earned, hackable in ((0.2, False), (0.5, True)):
+        first = TrialResult(setup=SetupResult(ok=True), phases=(
+            phase(0.2, name="nop"), phase(earned, name="tamper-all-at-once")))
+        each = TrialResult(setup=SetupResult(ok=True), phases=tuple(
+            phase(earned if name == "outputs-copied" else 0, name=f"tamper-{name}")
+            for name in PROBE_NAMES))
+        report = validate_task(task, Replay(first, each), config)
+        assert report.accepted != hackable, report
+        assert forged(report) == ({"outputs-copied"} if hackable else set())
+        (nop,) = [v for v in report.verdicts if v.check == "nop"]
+        assert nop.passed and nop.details.startswith("graded: tests give reward 0.2")
+
 # -- against the real engine ---------------------------------------------------------------
 
 NAIVE_CATCHES = {  # family -> (how the naive task is made, the probes that must forge it)
-    "shadow": ({}, {"shadow-path", "shadow-site", "shadow-stdlib"}),
+    "shadow": ({}, {"shadow-path", "shadow-sbin", "shadow-site", "shadow-stdlib"}),
     "hook": ({}, {"hook-pth", "hook-customize", "hook-stdlib", "hook-pycache"}),
     "hook-login": ({"test_sh": LOGIN_TEST_SH}, {"hook-env"}),
     "hook-tools": ({"test_py": SQLITE_TEST}, {"hook-toolrc"}),
@@ -155,6 +173,28 @@ def test_the_shipped_verifier_withstands_every_probe(tmp_path, validate):
                       checks=("oracle", "tamper"), probes="each")
     assert report.accepted, report
     assert forged(report) == set()
+
+
+REWRITTEN = {  # no work done, and a file the verifier runs through changed -> what it names
+    # `env`, which starts the checks, made a no-op in place (no PATH shadow): the checks
+    # would never run, and exit 0.
+    "env": ("cat /usr/bin/true > /usr/bin/env", "/usr/bin/env"),
+    # The link every program's loader path runs through, swapped for a copy of the loader
+    # (a red-team round's copy read its preload list from a file of its own).
+    "loader": ("cp --remove-destination /usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 "
+               "/usr/lib64/ld-linux-x86-64.so.2", "/usr/lib64/ld-linux-x86-64.so.2"),
+}
+
+
+@pytest.mark.parametrize("rewritten", list(REWRITTEN))
+def test_a_file_the_verifier_runs_through_changed_is_refused(tmp_path, validate, rewritten):
+    """Its change time gives it away before the verifier runs anything but find."""
+    command, path = REWRITTEN[rewritten]
+    report = validate(make_task(tmp_path, rewritten, solve=f"#!/bin/bash\n{command}\n"),
+                      checks=("oracle",))
+    (oracle,) = [v for v in report.verdicts if v.check == "oracle"]
+    assert not oracle.passed
+    assert f"changed after the start: {path}" in oracle.log, oracle.log
 
 
 @pytest.mark.parametrize(("seed", "verifier"), [(1, "shared"), (2, "separate")])

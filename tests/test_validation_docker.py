@@ -5,7 +5,7 @@ rejected verdicts, never as a crash or a hang."""
 from __future__ import annotations
 
 import pytest
-from taskfactory import DOCKERFILE, UPPERCASE_SOLVE, UPPERCASE_TEST, make_task
+from taskfactory import DOCKERFILE, NAIVE_TEST_SH, UPPERCASE_SOLVE, UPPERCASE_TEST, make_task
 
 from taskloom.models import ReasonCode
 from taskloom.sandbox.base_image import BASE_IMAGE
@@ -83,6 +83,82 @@ def test_trivial_task(tmp_path, validate, mode):
     assert failed(report) == {"nop": ReasonCode.TRIVIAL}
 
 
+# A hand-written verifier of the kind graded Harbor tasks have: a partial score, or
+# several named ones in reward.json, from one comparison of the output.
+SCORED_TEST_SH = """#!/bin/bash
+mkdir -p /logs/verifier
+if [ "$(cat /app/out.txt 2>/dev/null)" = "$(printf 'HELLO\\nWORLD')" ]; then done=1
+else done={untouched}; fi
+{write}
+"""
+GRADED = {"untouched": "0.2", "write": "echo $done > /logs/verifier/reward.txt"}
+NAMED = {"untouched": "0", "write": 'echo "{\\"correctness\\": $done, \\"performance\\": 1}" '
+                                    "> /logs/verifier/reward.json"}
+
+
+def test_a_graded_task_is_accepted_with_its_untouched_score_shown(tmp_path, validate):
+    report = validate(make_task(tmp_path, "graded", test_sh=SCORED_TEST_SH.format(**GRADED)),
+                      checks=("nop", "oracle"))
+    assert report.accepted, report
+    nop = next(v for v in report.verdicts if v.check == "nop")
+    assert nop.details == ("graded: tests give reward 0.2 on the untouched environment, "
+                           "below the 1 of a solved task")
+
+
+def test_named_rewards_are_read_as_harbor_reads_them(tmp_path, validate):
+    """reward.json with no `reward` key: solved is every named reward at 1, and the report
+    shows each."""
+    report = validate(make_task(tmp_path, "named", test_sh=SCORED_TEST_SH.format(**NAMED)),
+                      checks=("nop", "oracle"))
+    assert report.accepted, report
+    oracle = next(v for v in report.verdicts if v.check == "oracle")
+    assert oracle.details.endswith("(1 (correctness 1, performance 1), "
+                                   "1 (correctness 1, performance 1))"), oracle.details
+    wrong = make_task(tmp_path, "named-wrong", test_sh=SCORED_TEST_SH.format(**NAMED),
+                      solve="#!/bin/bash\ncp /app/data.txt /app/out.txt\n")
+    report = validate(wrong, checks=("nop", "oracle"))
+    assert failed(report) == {"oracle": ReasonCode.ORACLE_FAILS}
+    oracle = next(v for v in report.verdicts if v.check == "oracle")
+    assert "0 (correctness 0, performance 1)" in oracle.details
+
+
+# A service the solution starts and leaves running, as Harbor keeps it for the tests (its
+# trial shares one environment): each usual way of starting one in the background.
+SERVED_TEST = """import urllib.request
+
+
+def test_served():
+    body = urllib.request.urlopen("http://127.0.0.1:8080/data.txt", timeout=5).read()
+    assert body == b"hello\\nworld\\n"
+"""
+SERVE = "python3 -m http.server 8080 --directory /app"
+STARTS = {
+    "nohup": f"nohup {SERVE} > /tmp/server.log 2>&1 &",
+    "nohup-stdin-closed": f"nohup {SERVE} > /tmp/server.log 2>&1 < /dev/null &",
+    "setsid": f"setsid {SERVE} > /tmp/server.log 2>&1 &",
+    "double-fork": f"( {SERVE} > /tmp/server.log 2>&1 & )",
+    "daemon-with-pid-file": (
+        "python3 -c 'import os, sys\nif os.fork(): sys.exit(0)\nos.setsid()\n"
+        "if os.fork(): sys.exit(0)\nopen(\"/run/server.pid\", \"w\").write(str(os.getpid()))\n"
+        "os.execvp(\"python3\", \"python3 -m http.server 8080 --directory /app\".split())'"
+        " > /dev/null 2>&1"),
+}
+WAIT_FOR_PORT = ("for _ in $(seq 100); do python3 -c 'import socket; socket.create_connection("
+                 "(\"127.0.0.1\", 8080), 1)' 2>/dev/null && break; sleep 0.1; done\n")
+
+
+@pytest.mark.parametrize("start", list(STARTS))
+def test_a_service_the_solution_starts_is_up_for_the_tests(tmp_path, validate, start):
+    """The solution starts a server, waits for its port and returns; in every run from
+    fresh state the tests find it serving (a kill of the solution's process group as it
+    exited took the server down in about 1 run of 4)."""
+    task = make_task(tmp_path, start, test_sh=NAIVE_TEST_SH, test_py=SERVED_TEST,
+                     solve=f"#!/bin/bash\n{STARTS[start]}\n{WAIT_FOR_PORT}",
+                     instruction="Serve /app over HTTP on 127.0.0.1:8080.\n")
+    report = validate(task, checks=("nop", "oracle"), repeats=4)
+    assert report.accepted, [(v.check, v.details, v.log[-800:]) for v in report.verdicts]
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_oracle_fails(tmp_path, validate, mode):
     solve = "#!/bin/bash\ncp /app/data.txt /app/out.txt\n"
@@ -112,7 +188,35 @@ def test_hanging_tests_time_out(tmp_path, validate):
     test_sh = "#!/bin/bash\nsleep 1000\n"
     report = validate(make_task(tmp_path, "hang-tests", test_sh=test_sh,
                                 verifier_timeout=3.0))
-    assert failed(report)["nop"] == ReasonCode.TIMEOUT
+    assert failed(report)["oracle"] == ReasonCode.TIMEOUT
+
+
+# Tests that wait for a service nothing runs: on the untouched environment they hang until
+# stopped; the solution starts the service, and they pass.
+WAITING_TEST = """import socket
+import time
+
+
+def test_service_answers():
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", 8080), 1).close()
+            return
+        except OSError:
+            time.sleep(0.2)
+"""
+
+
+def test_a_hanging_nop_is_a_warning_found_early(tmp_path, validate):
+    task = make_task(tmp_path, "waits", test_sh=NAIVE_TEST_SH, test_py=WAITING_TEST,
+                     solve=f"#!/bin/bash\n{STARTS['setsid']}\n{WAIT_FOR_PORT}",
+                     verifier_timeout=120.0)
+    report = validate(task, checks=("nop", "oracle"), nop_budget_sec=4.0)
+    assert report.accepted, report
+    nop = next(v for v in report.verdicts if v.check == "nop")
+    assert nop.details.startswith("warning: the tests were still running after 4 s"), nop
+    assert "test.sh" in nop.log
+    assert report.seconds < 60  # not the verifier's 120 s
 
 
 def test_fork_bomb_is_contained(tmp_path, validate):

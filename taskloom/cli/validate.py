@@ -20,6 +20,7 @@ from taskloom.cli.common import (
     stdout,
 )
 from taskloom.errors import TaskloomError
+from taskloom.validators.probes import PROBE_NAMES
 
 
 class Mode(StrEnum):
@@ -71,7 +72,7 @@ def validate(
     probes: Annotated[Probes, typer.Option(
         help="Tamper probes: combined: one phase tries every tactic at once (then each "
              "alone, only when it earned a reward, to name them); each: every probe alone "
-             "(18 phases).")] = Probes.COMBINED,
+             f"({len(PROBE_NAMES)} phases).")] = Probes.COMBINED,
     report: Annotated[Path, typer.Option(help="Where to write the JSON report.")] = Path(
         "taskloom-validation.json"),
     alternatives: Annotated[Path | None, typer.Option(

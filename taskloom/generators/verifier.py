@@ -20,24 +20,27 @@ planted, in this order:
    no .pth, sitecustomize, usercustomize or fake packages from /usr/local), the standard
    library searched first and only where Debian puts it (a build-tree pybuilddir.txt
    that moves it is refused), then Debian's pytest and no other, in an empty
-   environment (no PYTHON* or PYTEST* variables), with PATH without /usr/local, Debian's
-   own pytest, no plugin autoload, no conftest, and the ini file it ships; HOME is a new
-   empty directory and git reads no system or global config (no ~/.sqliterc `.system`,
-   no /etc/gitconfig fsmonitor); git checks also ignore the repository's own config and
+   environment (no PYTHON* or PYTEST* variables), with a PATH of /usr/bin alone (no
+   /usr/local or sbin folder, where a shadow `env` would come first), no plugin
+   autoload, no conftest, and the ini file it ships; HOME is a new empty directory and
+   git reads no system or global config (no ~/.sqliterc `.system`, no /etc/gitconfig
+   fsmonitor); git checks also ignore the repository's own config and
    never enter submodules (`checks.HEADER`);
 4. it ends what the checks left running (nothing, unless a check ran a program the
    agent wrote), then writes the reward last: 1 only when every check passed.
 
-Before the checks it also refuses any file of Python (/usr/bin/python3*, /usr/lib/python3*:
-the stdlib and Debian's dist-packages with pytest), of the shared libraries in
-/usr/lib/<arch> (libcrypto and OpenSSL's modules, NSS modules, glibc's charset
-converters), of the locales, or of the loader's and NSS's configuration created or changed
+Before it runs any tool but find (each by its full path) it also refuses any file of the
+tools it and the checks run (env, mkdir, chmod, rm, mktemp, git, sqlite3, crontab), of
+Python (/usr/bin/python3*, /usr/lib/python3*: the stdlib and Debian's dist-packages with
+pytest), of the shared libraries in /usr/lib/<arch> (libcrypto and OpenSSL's modules, NSS
+modules, glibc's charset converters), of the locales, of the loader's and NSS's
+configuration, or the links to the loader (/lib, /lib64, /usr/lib64) created or changed
 after the container started (a change time cannot be set back): a new module where an
 import looks first, a file or a .pyc rewritten in place, a planted UTF-8 converter or
 OpenSSL provider; and the checks read no OpenSSL configuration. Each step defeats a family
 of `taskloom.validators.probes`.
 What no shared verifier can stop (the agent is root in the environment the checks run
-in: it can rewrite bash, find, a library or another tool in place, ptrace the container's
+in: it can rewrite bash or find, which the guard trusts, in place, ptrace the container's
 own processes, or rewrite /tests/test.sh between the upload and its start) a separate
 verifier environment does: `RunConfig.verifier = "separate"` writes tasks whose tests run
 in a fresh copy of the environment that receives only the outputs the checks read.
@@ -55,7 +58,11 @@ TEST_SH = f"""#!/bin/bash
 # The task's verifier (written by taskloom): reward 1 only when every check passes, with
 # nothing the agent left behind taken into account (see the comments below).
 {{  # bash reads all of this block before it runs any: rewriting this file meanwhile is moot
-export PATH=/usr/sbin:/usr/bin:/sbin:/bin  # no /usr/local: tools there may be shadows
+# Only /usr/bin (/bin links to it): /usr/local and the sbin folders come first on the
+# image's PATH, so a tool planted there (an `env` that exits 0) would shadow the real one.
+# The checks' own tools (git, sqlite3) are found on it too; this script names its tools
+# by their full paths, and runs none but find before the guard below has cleared them.
+export PATH=/usr/bin
 say() {{ echo "verifier: $*"; }}
 
 # 1. End every process the agent left: all but this one, its parents, and the container's
@@ -91,59 +98,72 @@ sweep() {{  # every other process stops at once (a stopped process cannot fork),
     fi
   done
 }}
+exec {{pause}}<> <(:)  # an empty pipe held open: `read -t` on it sleeps with no tool
 clean= starts=0
-for round in $(seq 100); do  # a killed process may take a moment to go (a busy host)
+for ((round = 0; round < 100; round++)); do  # a killed process may take a moment to go
   sweep
   [ -z "$strays$dying" ] && clean=1 && break
   if [ -n "$strays" ]; then starts=$((starts + 1)); [ "$starts" -ge 5 ] && break
-  else sleep 0.01; fi
+  else read -r -t 0.01 -u "$pause"; fi
 done
 
-mkdir -p /logs/verifier
-chmod go-w /logs/verifier  # the agent's programs the checks run (as nobody) cannot write
-chmod -R go-rwx /tests  # ...nor read the expected values out of the checks
-rm -rf /logs/verifier/reward.json /logs/verifier/reward.txt
-reward=0 passed=
-home=$(mktemp -d)  # HOME for the checks: no ~/.gitconfig, ~/.sqliterc or other rc file
-
-# 2. /tests must hold exactly what the task shipped, as regular files.
-shipped=$(printf '%s\\n' {INI_FILE} test.sh {CHECKS_FILE} | sort)
-found=$(cd /tests && find . -mindepth 1 -printf '%P\\n' | sort)
-strange=$(cd /tests && find . -mindepth 1 ! -type f -printf '%P\\n')
-if [ -z "$clean" ]; then
-  say "refusing to judge: processes keep starting outside this verifier:$strays"
-elif [ "$found" != "$shipped" ] || [ -n "$strange" ]; then
-  say "refusing /tests: it holds files the task did not ship:" \\
-    $(comm -13 <(echo "$shipped") <(echo "$found")) $strange
+# 2. Nothing this script or the checks run or load may have been created or changed since
+#    the container started (a change time cannot be set back; the image's files predate
+#    PID 1): the tools below, Python (interpreter, stdlib, Debian's dist-packages with
+#    pytest), the shared libraries (libc, libcrypto that hashlib loads, and what they load
+#    in turn: OpenSSL's providers and engines, NSS modules, glibc's charset converters,
+#    through which Python decodes its arguments), the locales, the loader's and NSS's
+#    configuration, and the links every program's loader path runs through
+#    (/lib64/ld-linux-x86-64.so.2 via /lib64, /usr/lib64 and /lib: a copy of the loader
+#    that reads its preload list from elsewhere forged every task of a red-team round).
+#    That refuses a module planted where an import looks first (tarfile.py, an argparse/
+#    package, an `org` package copy.py tries), a file or a __pycache__ .pyc rewritten in
+#    place (Python loads one `-B` or not), a tool rewritten in place, a cache preferring a
+#    planted library. find is the one tool trusted unchecked, as bash is.
+tools="/usr/bin/env /usr/bin/mkdir /usr/bin/chmod /usr/bin/rm /usr/bin/mktemp /usr/bin/git
+  /usr/lib/git-core /usr/bin/sqlite3 /usr/bin/crontab"
+{{ read -r -d '' first < /proc/1/stat; }} 2>/dev/null; set -- ${{first##*) }}
+while read -r key value; do [ "$key" = btime ] && booted=$value; done < /proc/stat
+# Ticks are USER_HZ, 100 on Linux (no getconf: a tool run before this guard clears it);
+# a start after now is refused: it would blind the guard.
+started=$(( booted + ${{20}} / 100 ))
+changed=$( (( started <= EPOCHSECONDS )) || echo "(the container started in the future)"
+  /usr/bin/find $tools /usr/bin/python3* /usr/lib/python3* /usr/lib/*-linux-gnu \\
+    /usr/lib/locale /etc/ld.so.cache /etc/ld.so.conf /etc/ld.so.conf.d /etc/nsswitch.conf \\
+    /bin /sbin /lib /lib64 /usr/lib64 \\
+    -xdev ! -type d -newerct "@$started" -print -quit 2>/dev/null)
 # Files Python reads at start-up whatever its flags (a stdlib zip first on sys.path, a
 # venv or ._pth file beside the interpreter) and the loader's preload list: none in Debian.
-elif startup=$(ls -d /usr/lib/python3*.zip /usr/bin/pyvenv.cfg /usr/pyvenv.cfg \\
-      /usr/bin/python3*._pth /etc/ld.so.preload 2>/dev/null || :); [ -n "$startup" ]; then
-  say "refusing to judge: start-up files planted for the interpreter:" $startup
-# Files of Python (interpreter, stdlib, Debian's dist-packages with pytest), of the shared
-# libraries (libc, libcrypto that hashlib loads, and what they load in turn: OpenSSL's
-# providers and engines, NSS modules, glibc's charset converters, through which Python
-# decodes its arguments), of the locales and of the loader's and NSS's configuration
-# created or changed since the container started: a module planted where an import looks first
-# (tarfile.py, an argparse/ package, an `org` package copy.py tries), a file rewritten in
-# place, a poisoned __pycache__ .pyc (Python loads one `-B` or not), a cache preferring a
-# planted library. A change time cannot be set back; the image's files predate PID 1.
-elif {{ read -r -d '' first < /proc/1/stat; }} 2>/dev/null; set -- ${{first##*) }}
-    while read -r key value; do [ "$key" = btime ] && booted=$value; done < /proc/stat
-    # Ticks are USER_HZ, 100 on Linux: no getconf or sed (tools the agent may have replaced
-    # to move the start into the future and blind the guard); a start after now is refused.
-    started=$(( booted + ${{20}} / 100 ))
-    changed=$( (( started <= EPOCHSECONDS )) || echo "(the container started in the future)"
-      find /usr/bin/python3* /usr/lib/python3* /usr/lib/*-linux-gnu /usr/lib/locale \\
-      /etc/ld.so.cache /etc/ld.so.conf /etc/ld.so.conf.d /etc/nsswitch.conf \\
-      -xdev ! -type d -newerct "@$started" -print 2>/dev/null | head -5); [ -n "$changed" ]
-then
-  say "refusing to judge: files of Python, glibc or the loader changed after the start:" \\
-    $changed
-# 3. The checks, isolated from everything the agent could have changed: no site hooks,
+startup=
+for file in /usr/lib/python3*.zip /usr/bin/pyvenv.cfg /usr/pyvenv.cfg \\
+    /usr/bin/python3*._pth /etc/ld.so.preload; do
+  [ -e "$file" ] || [ -L "$file" ] && startup="$startup $file"
+done
+# 3. /tests must hold exactly what the task shipped, as regular files.
+strange=$(cd /tests && /usr/bin/find . -mindepth 1 ! \\( -type f \\( -path ./{INI_FILE} \\
+  -o -path ./test.sh -o -path ./{CHECKS_FILE} \\) \\) -printf ' %P' 2>/dev/null)
+
+[ -d /logs/verifier ] || /usr/bin/mkdir -p /logs/verifier
+reward=0 passed= home=
+if [ -z "$changed" ]; then  # the tools are the image's own
+  /usr/bin/chmod go-w /logs/verifier  # the agent's programs the checks run (as nobody)
+  /usr/bin/chmod -R go-rwx /tests  # cannot write the reward, nor read the expected values
+  /usr/bin/rm -rf /logs/verifier/reward.json /logs/verifier/reward.txt
+  home=$(/usr/bin/mktemp -d)  # HOME for the checks: no ~/.gitconfig, ~/.sqliterc, rc file
+fi
+if [ -z "$clean" ]; then
+  say "refusing to judge: processes keep starting outside this verifier:$strays"
+elif [ -n "$changed" ]; then
+  say "refusing to judge: a file of the tools, Python, glibc or the loader changed after" \\
+    "the start: $changed"
+elif [ -n "$strange" ]; then
+  say "refusing /tests: it holds files the task did not ship:$strange"
+elif [ -n "$startup" ]; then
+  say "refusing to judge: start-up files planted for the interpreter:$startup"
+# 4. The checks, isolated from everything the agent could have changed: no site hooks,
 #    no PYTHON*/PYTEST*/GIT* variables, no system or user git config, no rc files, no
 #    OpenSSL configuration (libcrypto reads /etc/ssl/openssl.cnf, which may load a module).
-elif cd /tests && env -i HOME="$home" LANG=C.UTF-8 PATH="$PATH" GIT_CONFIG_NOSYSTEM=1 \\
+elif cd /tests && /usr/bin/env -i HOME="$home" LANG=C.UTF-8 PATH="$PATH" GIT_CONFIG_NOSYSTEM=1 \\
     OPENSSL_CONF=/dev/null \\
     GIT_CONFIG_GLOBAL=/dev/null GIT_ATTR_NOSYSTEM=1 PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 \\
     /usr/bin/python3 -I -S -B -c '
@@ -169,11 +189,14 @@ fi
 sweep  # what a check left running could rewrite the reward: it must leave nothing
 if [ -n "$strays" ]; then say "processes were left running during the checks:$strays"
 elif [ -n "$passed" ]; then reward=1; fi
-[ -f /logs/verifier/pytest.txt ] && cat /logs/verifier/pytest.txt
-rm -rf "$home"
+[ -f /logs/verifier/pytest.txt ] && echo "$(< /logs/verifier/pytest.txt)"
+[ -n "$home" ] && /usr/bin/rm -rf "$home"
 
-# 4. The reward, last (and only reward.txt: Harbor would read a reward.json first).
-rm -rf /logs/verifier/reward.json
+# 5. The reward, last.
+# Harbor reads a reward.json first: none but this script's stays (refused, with builtins).
+if [ -n "$home" ]; then /usr/bin/rm -rf /logs/verifier/reward.json
+elif [ -e /logs/verifier/reward.json ]; then echo '{{"reward": 0}}' > /logs/verifier/reward.json
+fi
 echo "$reward" > /logs/verifier/reward.txt
 exit 0
 }}

@@ -43,7 +43,7 @@ from taskloom.sandbox.containers import (
     read_reward,
     tar_files,
 )
-from taskloom.sandbox.driver import MAIN_KILLED, REWARD_FILES, Capture
+from taskloom.sandbox.driver import MAIN_KILLED, REWARD_FILES, Capture, lowest
 from taskloom.sandbox.driver_plan import ARTIFACTS_DIR, DriverReport, driver_plan, read_report
 from taskloom.sandbox.fast_mode import run_in_place
 from taskloom.sandbox.policy import DRIVER_SOURCE, OUTPUT_LIMIT, sandbox_labels
@@ -296,16 +296,17 @@ class DockerRuntime:
             self.client.api.put_archive(container_id, "/", tar_files(
                 _executable(plan.tests, "test.sh"), "tests/"))
             tests = self._exec(container_id, _shell("/tests/test.sh"),
-                               timeout=plan.tests_timeout, plan=plan,
+                               timeout=min(phase.tests_timeout or plan.tests_timeout,
+                                           plan.tests_timeout), plan=plan,
                                env={**plan.environment.env, **plan.verifier_env},
                                user=plan.verifier_user)
             if not self._running(container_id):
                 return PhaseResult(name=phase.name, solution=solution, tests=tests,
                                    reward_error=MAIN_KILLED)
-            reward, error = ((None, None) if tests.timed_out
-                             else read_reward(self.client, container_id))
-            return PhaseResult(name=phase.name, solution=solution, tests=tests, reward=reward,
-                               reward_error=error)
+            rewards, error = ((None, None) if tests.timed_out
+                              else read_reward(self.client, container_id))
+            return PhaseResult(name=phase.name, solution=solution, tests=tests,
+                               reward=lowest(rewards), rewards=rewards, reward_error=error)
         except engine_errors() as exc:
             raise SandboxError(f"the Docker engine failed during {phase.name}: {exc}") from exc
         finally:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import binascii
 import contextlib
 import json
+import math
 import os
 import pwd
 import select
@@ -127,7 +128,7 @@ def run_command(argv, *, timeout, cwd, env, user, log_limit, stdin_data=None):
             pass
     fd = proc.stdout.fileno()
     deadline = started + timeout
-    timed_out = False
+    timed_out = ended = False
     exited_at = None
     reaped = started
     while True:
@@ -142,6 +143,7 @@ def run_command(argv, *, timeout, cwd, env, user, log_limit, stdin_data=None):
         if ready:
             data = os.read(fd, 65536)
             if not data:
+                ended = True
                 break
             capture.feed(data)
         if proc.poll() is not None:
@@ -149,8 +151,15 @@ def run_command(argv, *, timeout, cwd, env, user, log_limit, stdin_data=None):
             # A background child may keep the pipe open; the reset kills it later.
             if time.monotonic() - exited_at > 0.5:
                 break
+    if ended:  # the output closes as the command exits, a moment before its status shows:
+        try:  # a kill now would take down what it started in the background (a server)
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            timed_out = True
     if proc.poll() is None:
         kill_group(proc.pid)
+    # A process left running that still holds the output gets EPIPE at its next write, as
+    # under Docker, whose exec closes its output soon after the command exits.
     proc.stdout.close()
     code = proc.wait()
     if timed_out:
@@ -738,31 +747,41 @@ def read_reward():
 
 
 def parse_reward(files):
-    """(reward, None) or (None, why) from the files of /logs/verifier.
+    """({name: reward}, None) or (None, why) from the files of /logs/verifier.
 
-    As Harbor (0.26) reads them: reward.json when there is one, else reward.txt.
+    As Harbor (0.26) reads them: reward.json when there is one, an object of named
+    rewards, every value a finite number; else reward.txt, one number, named `reward`.
     """
     if "reward.json" in files:
         try:
             data = json.loads(files["reward.json"])
         except ValueError as exc:
             return None, f"reward.json is not valid JSON: {exc}"
-        if isinstance(data, (int, float)) and not isinstance(data, bool):
-            return float(data), None
-        if isinstance(data, dict):
-            if isinstance(data.get("reward"), (int, float)):
-                return float(data["reward"]), None
-            numbers = [v for v in data.values() if isinstance(v, (int, float))]
-            if len(numbers) == 1:
-                return float(numbers[0]), None
-        return None, "reward.json has no numeric 'reward'"
+        if not isinstance(data, dict):
+            return None, (f"reward.json holds {json.dumps(data)[:80]}, not an object of named "
+                          'rewards such as {"reward": 1}')
+        if not data:
+            return None, "reward.json names no reward"
+        for name, value in data.items():
+            if not isinstance(value, (int, float)) or not math.isfinite(value):
+                return None, f"reward.json: {name!r} is {json.dumps(value)[:80]}, not a number"
+        return {name: float(value) for name, value in data.items()}, None
     if "reward.txt" in files:
         raw = files["reward.txt"].decode("utf-8", "replace").strip()
         try:
-            return float(raw), None
+            value = float(raw)
         except ValueError:
             return None, f"reward.txt holds {raw[:80]!r}, not a number"
+        if not math.isfinite(value):
+            return None, f"reward.txt holds {raw[:80]!r}, not a finite number"
+        return {"reward": value}, None
     return None, "tests/test.sh wrote no /logs/verifier/reward.txt or reward.json"
+
+
+def lowest(rewards):
+    """The reward a phase is judged by: the lowest named one (every named reward must reach
+    the maximum for a task to count as solved), None when none was read."""
+    return min(rewards.values()) if rewards else None
 
 
 def shell_for(script):
@@ -867,7 +886,7 @@ def run_phase(plan, phase, env, snapshot=None):
     """
     clear_harbor_dirs()
     result = {"name": phase["name"], "solution": None, "tests": None, "reward": None,
-              "reward_error": None, "carried": None}
+              "rewards": None, "reward_error": None, "carried": None}
     carried = phase.get("carried")
     solution = plan["solutions"].get(phase["solution"]) if phase["solution"] else None
     if carried is None and solution is not None:
@@ -900,7 +919,8 @@ def run_phase(plan, phase, env, snapshot=None):
         linger(UPLOAD_GAP_SEC)  # what the agent left sees the tests before they start
     tests_env = dict(env)
     tests_env.update(plan["verifier_env"])
-    result["tests"] = run_command(shell_for("/tests/test.sh"), timeout=plan["tests_timeout"],
+    limit = min(phase.get("tests_timeout") or plan["tests_timeout"], plan["tests_timeout"])
+    result["tests"] = run_command(shell_for("/tests/test.sh"), timeout=limit,
                                   cwd=plan["workdir"], env=tests_env,
                                   user=plan["verifier_user"], log_limit=plan["log_limit"])
     if not Keeper.alive():
@@ -910,7 +930,8 @@ def run_phase(plan, phase, env, snapshot=None):
     if not result["tests"]["timed_out"]:
         if strays():
             linger(READ_GAP_SEC)  # ...and the reward files before they are read
-        result["reward"], result["reward_error"] = read_reward()
+        result["rewards"], result["reward_error"] = read_reward()
+        result["reward"] = lowest(result["rewards"])
     return result
 
 

@@ -72,7 +72,7 @@ def driver_plan(plan: TrialPlan, phases: list[Phase], *, setup: bool = True,
         "verifier_env": plan.verifier_env,
         "tests": _files(plan.tests) if phases else [],
         "solutions": {key: _files(plan.solutions[key]) for key in sorted(keys)},
-        "phases": [{"name": p.name, "solution": p.solution,
+        "phases": [{"name": p.name, "solution": p.solution, "tests_timeout": p.tests_timeout,
                     "carried": None if p.carried is None else _artifacts(p.carried)}
                    for p in phases],
         "separate": plan.separate_verifier,
@@ -131,7 +131,7 @@ def parse_driver_output(data: dict) -> DriverReport:
                         seconds=raw_setup["seconds"], log=raw_setup["log"])
     phases = tuple(PhaseResult(name=p["name"], solution=_command(p["solution"]),
                                tests=_command(p["tests"]), reward=p["reward"],
-                               reward_error=p["reward_error"],
+                               rewards=p.get("rewards"), reward_error=p["reward_error"],
                                carried=_carried(p.get("carried"))) for p in data["phases"])
     return DriverReport(setup=setup, phases=phases, not_run=tuple(data["not_run"]),
                         dirty=data["dirty"],

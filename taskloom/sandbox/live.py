@@ -35,6 +35,7 @@ from taskloom.sandbox.containers import (
     read_reward,
     tar_files,
 )
+from taskloom.sandbox.driver import lowest
 from taskloom.sandbox.policy import LABEL
 
 FAILED = re.compile(r"^FAILED (?:\S+::)?(test_\w+)", re.MULTILINE)
@@ -165,13 +166,13 @@ def check(task: Task, container: str, *, timeout: float | None = None) -> LiveCh
             result = found.exec_run(["timeout", "-s", "KILL", str(limit), "bash",
                                      "/tests/test.sh"], workdir=None)
             output = result.output.decode("utf-8", "replace")
-            reward, error = read_reward(client, found.id)
+            rewards, error = read_reward(client, found.id)
         finally:
             found.exec_run(["rm", "-rf", "/tests"])
     except engine_errors() as exc:
         raise SandboxError(f"the Docker engine failed while checking {container}: "
                            f"{exc}") from exc
-    return LiveCheck(reward=reward, reward_error=error,
+    return LiveCheck(reward=lowest(rewards), reward_error=error,
                      failed=tuple(dict.fromkeys(FAILED.findall(output))), log=output[-6000:])
 
 

@@ -74,6 +74,8 @@ class Phase(Frozen):
 
     name: str = Field(description="Phase name: nop, oracle-1, mutant-2...")
     solution: str | None = Field(default=None, description="Key into TrialPlan.solutions.")
+    tests_timeout: float | None = Field(default=None, description="A shorter limit of its "
+                                        "own for test.sh (the nop's budget), seconds.")
     carried: tuple[ArtifactEntry, ...] | None = Field(
         default=None, description="Separate verifier only: the artifacts an agent phase "
         "that ran in another sandbox left; this phase restores them and runs the tests.")
@@ -138,7 +140,10 @@ class PhaseResult(Frozen):
     name: str = Field(description="Phase name.")
     solution: CommandResult | None = Field(default=None, description="solve.sh outcome.")
     tests: CommandResult | None = Field(default=None, description="test.sh outcome.")
-    reward: float | None = Field(default=None, description="Reward read from /logs/verifier.")
+    reward: float | None = Field(default=None, description="Reward read from /logs/verifier "
+                                 "(the lowest named one, when reward.json names several).")
+    rewards: dict[str, float] | None = Field(default=None, description="Every named reward, "
+                                             "as Harbor reads them (reward.txt: `reward`).")
     reward_error: str | None = Field(default=None, description="Why no reward could be read.")
     carried: tuple[ArtifactEntry, ...] | None = Field(
         default=None, description="Separate verifier only, when the tests are still to run "

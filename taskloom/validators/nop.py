@@ -1,7 +1,10 @@
 """nop: the tests on the untouched environment must give reward 0 (else `trivial`).
 
 It is Harbor's `nop` agent: nothing runs before the tests. Tests that pass here pass for
-an agent that does nothing, so the task measures nothing.
+an agent that does nothing, so the task measures nothing. Tests that are still running
+after `validation.nop_budget_sec` (they wait for a service nothing started) are stopped and
+count as not solved, with a warning: they hang instead of failing, which costs every
+unsolved rollout the verifier's whole limit.
 """
 
 from __future__ import annotations
@@ -9,7 +12,7 @@ from __future__ import annotations
 from taskloom.config import ValidationConfig
 from taskloom.models import ReasonCode, Task, Verdict
 from taskloom.sandbox.trial import Phase
-from taskloom.validators.phases import phase_log, seconds, settled
+from taskloom.validators.phases import phase_log, scored, seconds, settled
 from taskloom.validators.protocol import Evidence, TrialPart
 
 
@@ -23,19 +26,32 @@ class NopCheck:
     needs_model = False
 
     def trial_part(self, task: Task, config: ValidationConfig) -> TrialPart:
-        """One phase with no solution."""
-        return TrialPart(phases=(Phase(name="nop"),))
+        """One phase with no solution, its tests held to the nop budget."""
+        return TrialPart(phases=(Phase(name="nop", tests_timeout=config.nop_budget_sec),))
 
     def check(self, evidence: Evidence) -> Verdict | None:
         """`trivial` when the tests reward the untouched environment."""
         phases, failed = settled(self.name, evidence.trial, "nop")
+        if phases and phases[0].tests is not None and phases[0].tests.timed_out:
+            return Verdict(check=self.name, passed=True, seconds=seconds(phases[0]),
+                           log=phase_log(phases[0]),
+                           details=f"warning: the tests were still running after "
+                                   f"{phases[0].tests.seconds:.0f} s on the untouched "
+                                   "environment (stopped: not solved); they hang instead of "
+                                   "failing, which costs every unsolved rollout the "
+                                   "verifier's whole limit (a connect timeout, or a check "
+                                   "that the service runs, fails fast)")
         if failed or not phases:
             return failed
         phase = phases[0]
-        if phase.reward != 0:
+        if phase.reward >= 1:
             return Verdict(check=self.name, passed=False, reason=ReasonCode.TRIVIAL,
-                           details=f"tests give reward {phase.reward:g} on the untouched "
+                           details=f"tests give reward {scored(phase)} on the untouched "
                                    "environment: the task is solved before the agent starts",
                            log=phase_log(phase), seconds=seconds(phase))
+        if phase.reward > 0:  # a partial score is not a solved task
+            return Verdict(check=self.name, passed=True, seconds=seconds(phase),
+                           details=f"graded: tests give reward {scored(phase)} on the "
+                                   "untouched environment, below the 1 of a solved task")
         return Verdict(check=self.name, passed=True, seconds=seconds(phase),
                        details="tests give reward 0 on the untouched environment")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from taskloom.config import ValidationConfig
 from taskloom.models import ReasonCode, Task, Verdict
 from taskloom.sandbox.trial import Phase
-from taskloom.validators.phases import phase_log, seconds, settled
+from taskloom.validators.phases import phase_log, scored, seconds, settled
 from taskloom.validators.protocol import Evidence, TrialPart
 
 SOLUTION = "oracle"
@@ -39,11 +39,12 @@ class OracleCheck:
         spent = seconds(*runs)
         rewards = [run.reward for run in runs]
         passed = [r is not None and r >= 1.0 for r in rewards]
-        shown = ", ".join(f"{r:g}" for r in rewards if r is not None)
+        shown = ", ".join(scored(run) for run in runs if run.reward is not None)
         if all(passed):
+            each = "" if set(runs[0].rewards or {}) <= {"reward"} else f" ({shown})"
             return Verdict(check=self.name, passed=True, seconds=spent,
                            details=f"reference solution gives reward 1 in {len(runs)} of "
-                                   f"{len(runs)} runs from fresh state")
+                                   f"{len(runs)} runs from fresh state{each}")
         failing = runs[passed.index(False)]
         if any(passed):
             return Verdict(check=self.name, passed=False, reason=ReasonCode.FLAKY,

@@ -2,7 +2,9 @@
 
 A phase is one attempt from fresh state: an optional solution, then the tests. Its reward
 is the only thing that counts; a phase that timed out or left no readable reward is
-reported as such (`timeout`, `verifier`) before its reward is looked at.
+reported as such (`timeout`, `verifier`) before its reward is looked at. When reward.json
+names several rewards (`correctness`, `performance`), a phase is judged by the lowest:
+solved means every named reward at its maximum, 1.
 """
 
 from __future__ import annotations
@@ -40,6 +42,16 @@ def as_solution(task: Task, script: bytes) -> tuple[TaskFile, ...]:
     solve = TaskFile(path="solve.sh", content=script, mode=0o755)
     return sorted_files([solve, *(f for f in task.solution
                                   if f.path != "solve.sh" and not f.path.startswith(others))])
+
+
+def scored(phase: PhaseResult) -> str:
+    """The reward as the report shows it: `1`, or `0.5 (correctness 1, performance 0.5)`."""
+    if phase.reward is None:
+        return "none"
+    named = phase.rewards or {}
+    if set(named) <= {"reward"}:
+        return f"{phase.reward:g}"
+    return f"{phase.reward:g} ({', '.join(f'{k} {v:g}' for k, v in named.items())})"
 
 
 def seconds(*phases: PhaseResult) -> float:

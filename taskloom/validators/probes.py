@@ -120,6 +120,18 @@ for dir in /usr/local/sbin /usr/local/bin; do
 done
 say "stubs that exit 0 for python3, pytest, cmp, diff, sha256sum, md5sum, jq in /usr/local"
 """,
+    "shadow-sbin": r"""
+# Debian's PATH searches /usr/sbin before /usr/bin (and /sbin links to it): a verifier that
+# keeps the sbin folders on PATH and calls env, find or python3 by name runs these instead.
+stubs=()
+for tool in env python3 python pytest find sort comm head ls mktemp grep diff cmp sha256sum \
+    md5sum jq git sqlite3; do
+  [ -e "/usr/sbin/$tool" ] && continue
+  printf '#!/bin/sh\nexit 0\n' > "/usr/sbin/$tool" && stubs+=("/usr/sbin/$tool")
+done
+[ ${#stubs[@]} -gt 0 ] && /usr/bin/chmod 755 "${stubs[@]}" &&
+  say "stubs that exit 0 for env, python3, pytest, find, sort, git, sqlite3... in /usr/sbin"
+""",
     "shadow-site": r"""
 for site in $SITES; do
   [ -e "$site/pytest" ] || [ -e "$site/pytest.py" ] && continue
@@ -391,6 +403,8 @@ done
 IMITATES = {
     "shadow-path": "stubs that exit 0 named python3, pytest, cmp, diff, sha256sum, jq... "
                    "ahead of the real tools on PATH",
+    "shadow-sbin": "the same stubs, and env, find, sort, git, sqlite3..., in /usr/sbin, "
+                   "which Debian's PATH searches before /usr/bin",
     "shadow-site": "a fake `pytest` package in site-packages that exits 0 when imported",
     "shadow-stdlib": "modules named like stdlib ones pytest imports (argparse, tarfile) "
                      "and an `org` package (copy.py tries it) in site-packages, and like "
@@ -429,9 +443,10 @@ IMITATES = {
     "accounts-append": "the same lines appended: a lookup by name finds the ids, one by id "
                        "the old name",
 }
-FAMILIES = {"shadow-path": "shadow", "shadow-site": "shadow", "shadow-stdlib": "shadow",
-            "hook-pth": "hook", "hook-customize": "hook", "hook-env": "hook",
-            "hook-toolrc": "hook", "hook-stdlib": "hook", "hook-pycache": "hook",
+FAMILIES = {"shadow-path": "shadow", "shadow-sbin": "shadow", "shadow-site": "shadow",
+            "shadow-stdlib": "shadow", "hook-pth": "hook", "hook-customize": "hook",
+            "hook-env": "hook", "hook-toolrc": "hook", "hook-stdlib": "hook",
+            "hook-pycache": "hook",
             "plant-conftest": "plant", "plant-ini": "plant", "linger-reward": "linger",
             "linger-plant": "linger", "linger-hop": "linger", "reward-txt": "reward",
             "reward-json": "reward", "outputs-empty": "outputs", "outputs-copied": "outputs",
@@ -443,13 +458,14 @@ PROBE_NAMES = tuple(_TACTICS)
 # One phase trying every tactic at once, in an order where none undoes another: outputs
 # first (cp still real), stubs after the tactics that run python3 from PATH, and the
 # processes left running last (they run /usr/bin/python3 by its path; started earlier, a
-# pid-hopper would eat the sandbox's CPU share while the other tactics run).
+# pid-hopper would eat the sandbox's CPU share while the other tactics run), then the
+# sbin stubs (the tactics before them run env, find, sort and grep by name).
 # outputs-empty is left out: outputs-copied puts a file at the same paths, and
 # accounts-append too: accounts-first's lines already answer a lookup by name.
 COMBINED_ORDER = ("outputs-copied", "accounts-first", "reward-txt", "reward-json", "plant-conftest",
                   "plant-ini", "hook-env", "hook-toolrc", "hook-pth", "hook-customize",
                   "shadow-site", "shadow-stdlib", "hook-stdlib", "shadow-path", "hook-pycache",
-                  "linger-reward", "linger-plant", "linger-hop")
+                  "linger-reward", "linger-plant", "linger-hop", "shadow-sbin")
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ run in the same environment, as Harbor runs a trial (a separate verifier environ
 only the task's artifacts, as Harbor gives it). By default one phase tries every tactic
 at once (`validation.probes = "combined"`: one extra phase per task); when it earns a
 reward, a second trial runs each probe alone to name the ones that forge it.
-`validation.probes = "each"` runs every probe alone from the start (18 phases): for a
+`validation.probes = "each"` runs every probe alone from the start (a phase each): for a
 foreign verifier one tactic could, in principle, hide another that works alone.
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 from taskloom.config import ValidationConfig
 from taskloom.models import ReasonCode, Task, TaskFile, Verdict
 from taskloom.sandbox.trial import Phase, PhaseResult
-from taskloom.validators.phases import named, phase_log, seconds
+from taskloom.validators.phases import named, phase_log, scored, seconds
 from taskloom.validators.probes import Probe, probes_for
 from taskloom.validators.protocol import Evidence, TrialPart
 
@@ -28,8 +28,15 @@ def _part(probes: tuple[Probe, ...]) -> TrialPart:
                      solutions=solutions)
 
 
-def _forged(phases: list[PhaseResult]) -> list[PhaseResult]:
-    return [p for p in phases if p.reward is not None and p.reward > 0]
+def _forged(phases: list[PhaseResult], floor: float) -> list[PhaseResult]:
+    """The probes that earned more than the untouched environment does (0, or a graded
+    task's partial score)."""
+    return [p for p in phases if p.reward is not None and p.reward > floor]
+
+
+def _floor(evidence: Evidence) -> float:
+    nop = [p.reward for p in named(evidence.trial, "nop") if p.reward is not None]
+    return min(nop[0], 1.0) if nop else 0.0
 
 
 class TamperCheck:
@@ -48,7 +55,7 @@ class TamperCheck:
     def follow_up(self, evidence: Evidence) -> TrialPart | None:
         """When the combined probe earned a reward: every probe alone, to name them."""
         phases = named(evidence.trial, PREFIX)
-        if evidence.config.probes != "combined" or not _forged(phases):
+        if evidence.config.probes != "combined" or not _forged(phases, _floor(evidence)):
             return None
         return _part(probes_for(evidence.task, combined=False))
 
@@ -58,7 +65,8 @@ class TamperCheck:
         if not phases:
             return None
         alone = [p for p in phases if p.name != f"{PREFIX}-all-at-once"]
-        forged = _forged(alone) or _forged(phases)
+        floor = _floor(evidence)
+        forged = _forged(alone, floor) or _forged(phases, floor)
         spent = seconds(*phases)
         if not forged:
             unread = [p for p in phases if p.reward is None]
@@ -66,15 +74,16 @@ class TamperCheck:
             # it), but the report says which probe only broke the verifier, and how.
             note = (f"; {len(unread)} wrote no readable reward ({unread[0].name}: "
                     f"{unread[0].reward_error or 'the phase ended early'})" if unread else "")
+            earned = ("no reward" if unread else f"no more than the untouched environment's "
+                      f"{floor:g}" if floor else "reward 0")
             return Verdict(check=self.name, passed=True, seconds=spent,
                            log=phase_log(unread[0]) if unread else "",
-                           details=f"{len(phases)} tamper probe phase(s) earned "
-                                   f"{'no reward' if unread else 'reward 0'} "
+                           details=f"{len(phases)} tamper probe phase(s) earned {earned} "
                                    "(shadowed tools, start-up hooks, planted files, "
                                    "lingering processes, pre-written rewards, fake outputs)"
                                    + note)
         names = ", ".join(p.name.removeprefix(f"{PREFIX}-") for p in forged)
-        rewards = ", ".join(f"{p.reward:g}" for p in forged)
+        rewards = ", ".join(scored(p) for p in forged)
         return Verdict(check=self.name, passed=False, reason=ReasonCode.HACKABLE,
                        seconds=spent, log=phase_log(forged[0]),
                        details=f"the reward can be earned without doing the task: probe(s) "
