@@ -24,4 +24,5 @@ def states_value(text: str, value: str) -> bool:
 def instruction_leaks(task: Task, expected_values: tuple[str, ...]) -> list[Leak]:
     """Expected answers that the instruction states verbatim."""
     return [Leak(path="instruction.md", origin=f"the expected value {value!r}")
-            for value in expected_values if states_value(task.instruction, value)]
+            for value in expected_values
+            if any(states_value(text, value) for text in task.instructions)]

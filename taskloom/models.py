@@ -144,6 +144,33 @@ class SolutionSettings(_HarborSection):
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables.")
 
 
+class StepSettings(_HarborSection):
+    """One `[[steps]]` entry of a multi-step task: its name and its own limits.
+
+    Its files live in `steps/<name>/` (`TaskStep`); unset limits fall back to the task's.
+    """
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
+                      description="The step's folder name under steps/.")
+    agent: AgentSettings = Field(default_factory=AgentSettings,
+                                 description="The step's `[steps.agent]` table.")
+    verifier: VerifierSettings = Field(default_factory=VerifierSettings,
+                                       description="The step's `[steps.verifier]` table.")
+    min_reward: float | dict[str, float] | None = Field(
+        default=None, description="The remaining steps are skipped unless this step's "
+        "rewards reach it: a number gates `reward`, a table each named reward (a missing "
+        "one counts as -inf).")
+
+    @property
+    def thresholds(self) -> dict[str, float]:
+        """`min_reward` as {reward name: threshold} (empty: no gate)."""
+        if self.min_reward is None:
+            return {}
+        if isinstance(self.min_reward, dict):
+            return dict(self.min_reward)
+        return {"reward": float(self.min_reward)}
+
+
 class TaskConfig(_HarborSection):
     """A whole `task.toml` (Harbor schema 1.4)."""
 
@@ -160,6 +187,24 @@ class TaskConfig(_HarborSection):
     artifacts: tuple[str | ArtifactSettings, ...] = Field(
         default=(), description="Paths collected from the agent's environment after it "
                                 "ends; a separate verifier gets them at the same paths.")
+    steps: tuple[StepSettings, ...] = Field(
+        default=(), description="`[[steps]]`: a multi-step task's steps, run in order in one "
+                                "environment (empty: a single-step task).")
+    multi_step_reward_strategy: Literal["mean", "final"] | None = Field(
+        default=None, description="A multi-step task's reward: `mean` of each named reward "
+        "over the steps that left one (missing: 0; the default), or the `final` step's.")
+
+    @model_validator(mode="after")
+    def _unique_steps(self) -> TaskConfig:
+        names = [step.name.casefold() for step in self.steps]
+        if len(set(names)) != len(names):
+            raise ValueError("step names must be unique (case aside)")
+        return self
+
+    @property
+    def reward_strategy(self) -> Literal["mean", "final"]:
+        """How a multi-step trial's reward comes from its steps' (Harbor's default: mean)."""
+        return self.multi_step_reward_strategy or "mean"
 
     @property
     def artifact_paths(self) -> tuple[str, ...]:
@@ -177,11 +222,15 @@ class TaskConfig(_HarborSection):
 
     def unknown_keys(self) -> list[str]:
         """Every key in the file that the Harbor schema does not define, dotted."""
-        found = [f"{key}" for key in super().unknown_keys() if key != "steps"]
+        found = list(super().unknown_keys())
         for section in ("task", "verifier", "agent", "environment", "solution"):
             table = getattr(self, section)
             if table is not None:
                 found += [f"{section}.{key}" for key in table.unknown_keys()]
+        for step in self.steps:
+            found += [f"steps.{step.name}.{key}" for key in step.unknown_keys()]
+            found += [f"steps.{step.name}.{section}.{key}" for section in ("agent", "verifier")
+                      for key in getattr(step, section).unknown_keys()]
         return found
 
 
@@ -201,6 +250,25 @@ ALTERNATIVES = "alternatives"
 MUTANTS = "mutants"
 
 
+class TaskStep(Frozen):
+    """The files of one step of a multi-step task: `steps/<name>/`.
+
+    Harbor runs the steps in order in one environment: for each, it copies `workdir/` into
+    the working directory and runs its `setup.sh`, gives the agent `instruction.md`, then
+    runs the step's tests (`tests/` over the task's own) and reads its rewards.
+    """
+
+    name: str = Field(description="Step name: its folder under steps/.")
+    instruction: str = Field(description="steps/<name>/instruction.md.")
+    solution: tuple[TaskFile, ...] = Field(default=(), description="Its solution/ (empty: "
+                                           "the oracle runs the task's solution/solve.sh).")
+    tests: tuple[TaskFile, ...] = Field(default=(), description="Its tests/, uploaded over "
+                                        "the task's own tests/.")
+    workdir: tuple[TaskFile, ...] = Field(default=(), description="Its workdir/: copied into "
+                                          "the working directory before the step; a "
+                                          "setup.sh there runs first.")
+
+
 class Task(Frozen):
     """A Harbor task: instruction, environment, reference solution and tests."""
 
@@ -210,6 +278,8 @@ class Task(Frozen):
     environment: tuple[TaskFile, ...] = Field(description="environment/ files, sorted by path.")
     solution: tuple[TaskFile, ...] = Field(default=(), description="solution/ files, sorted.")
     tests: tuple[TaskFile, ...] = Field(description="tests/ files, sorted by path.")
+    steps: tuple[TaskStep, ...] = Field(default=(), description="A multi-step task's steps, "
+                                        "in the order of task.toml's [[steps]].")
 
     @model_validator(mode="after")
     def _files_sorted(self) -> Task:
@@ -217,7 +287,14 @@ class Task(Frozen):
             paths = [f.path for f in getattr(self, section)]
             if paths != sorted(paths) or len(set(paths)) != len(paths):
                 raise ValueError(f"{section} files must be unique and sorted by path")
+        if [s.name for s in self.steps] != [s.name for s in self.config.steps]:
+            raise ValueError("steps must match task.toml's [[steps]], in order")
         return self
+
+    @property
+    def instructions(self) -> tuple[str, ...]:
+        """Everything the agent is told: instruction.md, or each step's."""
+        return tuple(s.instruction for s in self.steps) or (self.instruction,)
 
     def file(self, section: Literal["environment", "solution", "tests"],
              path: str) -> TaskFile | None:

@@ -99,6 +99,13 @@ def harbor_reward(task: Path, agent: str, jobs: Path, *, probe: str | None = Non
     With `probe` (a probe's script), the agent is tests/harbor_agents' ProbeAgent, which
     runs it in the agent phase instead.
     """
+    return harbor_rewards(task, agent, jobs, probe=probe).get("reward")
+
+
+def harbor_rewards(task: Path, agent: str, jobs: Path, *, probe: str | None = None
+                   ) -> dict[str, float]:
+    """Every named reward of the trial, as `harbor_reward` runs it (a multi-step task's
+    combined from its steps')."""
     overlay = jobs / "no-network.yaml"
     overlay.parent.mkdir(parents=True, exist_ok=True)
     overlay.write_text(COMPOSE_OVERLAY)
@@ -118,5 +125,4 @@ def harbor_reward(task: Path, agent: str, jobs: Path, *, probe: str | None = Non
         raise AssertionError(f"harbor wrote no trial result:\n{done.stdout[-3000:]}"
                              f"\n{done.stderr[-3000:]}")
     result = json.loads(results[-1].read_text(encoding="utf-8"))
-    rewards = (result.get("verifier_result") or {}).get("rewards") or {}
-    return rewards.get("reward")
+    return (result.get("verifier_result") or {}).get("rewards") or {}

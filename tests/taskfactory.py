@@ -75,3 +75,49 @@ def make_task(root: Path, name: str, *, dockerfile: str = DOCKERFILE,
     if test_py is not None:
         (folder / "tests" / "test_outputs.py").write_text(test_py)
     return folder
+
+
+# A two-step task (Harbor's [[steps]]): the first step writes /app/a.txt, the second, after
+# its workdir/setup.sh has put seed.txt into the working directory, joins a.txt and seed.txt
+# into /app/c.txt, so it needs what the first step left. Each step's test.sh scores its
+# own output.
+STEP_TEST_SH = """#!/bin/bash
+mkdir -p /logs/verifier
+if [ "$(cat {path} 2>/dev/null)" = "{expected}" ]; then echo 1; else echo 0; fi \\
+  > /logs/verifier/reward.txt
+"""
+TWO_STEPS = {
+    "write": {"instruction": "Write hello into /app/a.txt.\n",
+              "solve": "#!/bin/bash\necho hello > /app/a.txt\n",
+              "test_sh": STEP_TEST_SH.format(path="/app/a.txt", expected="hello")},
+    "join": {"instruction": "Join /app/a.txt and /app/seed.txt into /app/c.txt.\n",
+             "solve": "#!/bin/bash\ncat /app/a.txt /app/seed.txt > /app/c.txt\n",
+             "test_sh": STEP_TEST_SH.format(path="/app/c.txt", expected="hello\nworld"),
+             "workdir": {"setup.sh": "#!/bin/bash\necho world > seed.txt\n"}},
+}
+
+
+def make_multi_step_task(root: Path, name: str, steps: dict[str, dict] | None = None, *,
+                         settings: dict[str, str] | None = None, strategy: str | None = None,
+                         solve: str | None = None) -> Path:
+    """Write a multi-step task folder: `steps` maps a step name to its instruction, solve
+    (None: none of its own), test_sh and workdir files; `settings` adds TOML lines to a
+    step's [[steps]] table (`min_reward = 1.0`); `solve` is the task's own solve.sh."""
+    steps = TWO_STEPS if steps is None else steps
+    tables = "".join(f'\n[[steps]]\nname = "{step}"\n{(settings or {}).get(step, "")}'
+                     for step in steps)
+    head = f'multi_step_reward_strategy = "{strategy}"\n' if strategy else ""
+    folder = make_task(root, name, solve=solve, test_py=None, instruction=None,
+                       toml=head + task_toml(name) + tables)
+    (folder / "tests" / "test.sh").unlink()
+    for step, parts in steps.items():
+        base = folder / "steps" / step
+        files = {"instruction.md": parts["instruction"], "tests/test.sh": parts["test_sh"]}
+        if parts.get("solve") is not None:
+            files["solution/solve.sh"] = parts["solve"]
+        files.update({f"workdir/{path}": text for path, text in parts.get("workdir", {}).items()})
+        for path, text in files.items():
+            (base / path).parent.mkdir(parents=True, exist_ok=True)
+            (base / path).write_text(text)
+            (base / path).chmod(0o755 if path.endswith(".sh") else 0o644)
+    return folder

@@ -78,7 +78,8 @@ def test_parse_reward_reads_named_rewards_as_harbor_does():
     assert parse_reward({"reward.txt": b"nan"})[1] == "reward.txt holds 'nan', not a finite number"
     # Harbor refuses a bare number, a string and an empty object in reward.json
     assert "not an object of named rewards" in parse_reward({"reward.json": b"1"})[1]
-    assert parse_reward({"reward.json": b'{"a": "1"}'})[1] == "reward.json: 'a' is \"1\", not a number"
+    assert parse_reward({"reward.json": b'{"a": "1"}'})[1] == \
+        "reward.json: 'a' is \"1\", not a number"
     assert parse_reward({"reward.json": b"{}"})[1] == "reward.json names no reward"
     assert "wrote no" in parse_reward({})[1]
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
-from taskfactory import make_task
+from taskfactory import TWO_STEPS, make_multi_step_task, make_task
 
 from taskloom.errors import TaskFolderError
 from taskloom.harbor import find_task_folders, read_task_folder, staged_folder, write_task_folder
@@ -74,7 +76,9 @@ def test_legacy_version_key(tmp_path):
     ("[verifier]\ntimeout_sec = -1\n", "verifier.timeout_sec", "greater than 0"),
     ('[environment]\nos = "windows"\n', "environment.os", "Linux"),
     ("[task]\ndescription = \"no name\"\n", "task.name", "Field required"),
-    ("[[steps]]\nname = \"a\"\n", "steps", "multi-step"),
+    ('[[steps]]\nname = "../a"\n', "steps.0.name", "should match pattern"),
+    ('[[steps]]\nname = "a"\n[[steps]]\nname = "A"\n', None, "step names must be unique"),
+    ('[[steps]]\nname = "a"\nmin_reward = "high"\n', "steps.0.min_reward", "valid number"),
 ])
 def test_bad_task_toml_names_file_field_and_fix(tmp_path, toml, field, words):
     folder = make_task(tmp_path, "bad", toml=toml)
@@ -137,3 +141,36 @@ def test_files_must_be_sorted():
     files = (TaskFile(path="b", content=b""), TaskFile(path="a", content=b""))
     with pytest.raises(ValueError, match="sorted"):
         Task(name="x", config=TaskConfig(), instruction="x", environment=files, tests=())
+
+
+def test_a_multi_step_task_reads_and_writes_back(tmp_path):
+    """[[steps]] with per-step folders; no instruction.md or tests/ of the task's own."""
+    folder = make_multi_step_task(tmp_path, "steps", settings={
+        "write": "min_reward = 1.0\n[steps.verifier]\ntimeout_sec = 9.0\nflavour = 1\n"},
+        strategy="final")
+    task = read_task_folder(folder)
+    assert [s.name for s in task.steps] == ["write", "join"] and task.instruction == ""
+    assert task.instructions == (TWO_STEPS["write"]["instruction"],
+                                 TWO_STEPS["join"]["instruction"])
+    assert task.steps[1].workdir[0].path == "setup.sh"
+    assert task.config.steps[0].thresholds == {"reward": 1.0}
+    assert task.config.steps[0].verifier.timeout_sec == 9.0
+    assert task.config.reward_strategy == "final"
+    assert task.config.unknown_keys() == ["steps.write.verifier.flavour"]
+    copy = write_task_folder(task, tmp_path / "copy" / "steps")
+    assert not (copy / "instruction.md").exists()
+    assert read_task_folder(copy) == task
+
+
+@pytest.mark.parametrize(("remove", "mentions", "fix"), [
+    ("steps/join", "missing the folder of step 'join'", "steps/join/"),
+    ("steps/join/tests/test.sh", "step 'join' has no test script", "tests/test.sh"),
+    ("steps/join/instruction.md", "missing instruction.md", "instruction.md"),
+])
+def test_a_broken_step_names_its_file_and_fix(tmp_path, remove, mentions, fix):
+    folder = make_multi_step_task(tmp_path, "broken")
+    shutil.rmtree(folder / remove) if (folder / remove).is_dir() else (folder / remove).unlink()
+    with pytest.raises(TaskFolderError) as caught:
+        read_task_folder(folder)
+    assert mentions in str(caught.value) and fix in caught.value.fix
+    assert str(folder / "steps" / "join") in str(caught.value)

@@ -6,8 +6,8 @@ forges nothing with the verifier taskloom ships or with a separate verifier, as
 from __future__ import annotations
 
 import pytest
-from harbor_env import harbor_copy, harbor_reward
-from taskfactory import NAIVE_TEST_SH, make_task
+from harbor_env import harbor_copy, harbor_reward, harbor_rewards
+from taskfactory import NAIVE_TEST_SH, make_multi_step_task, make_task
 
 from taskloom.config import RunConfig, ValidationConfig
 from taskloom.generators.backends import backend_for
@@ -47,3 +47,16 @@ def test_harbor_gives_the_probe_the_reward_taskloom_judged(tmp_path, docker_runt
     assert ours.accepted == (forged == 0.0)
     copy = harbor_copy(folder, tmp_path / "harbor-task")
     assert harbor_reward(copy, "probe", tmp_path / "jobs", probe=probe.script) == forged
+
+
+def test_harbor_runs_a_multi_step_task_as_taskloom_judged_it(tmp_path, docker_runtime):
+    """Steps in one environment, min_reward stopping the nop after its first step, and the
+    mean of the steps' rewards: Harbor's oracle earns 1 and its nop 0, as taskloom's did."""
+    folder = make_multi_step_task(tmp_path, "steps", settings={"write": "min_reward = 1.0\n"})
+    report = validate_folder(folder, docker_runtime, ValidationConfig(checks=("nop", "oracle")))
+    assert report.accepted, report
+    shown = {v.check: v.details for v in report.verdicts}
+    assert "(steps: write 1, join 1)" in shown["oracle"] and "(steps: write 0)" in shown["nop"]
+    copy = harbor_copy(folder, tmp_path / "harbor-task")
+    assert harbor_rewards(copy, "oracle", tmp_path / "jobs") == {"reward": 1.0}
+    assert harbor_rewards(copy, "nop", tmp_path / "jobs") == {"reward": 0.0}

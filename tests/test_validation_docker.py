@@ -5,7 +5,15 @@ rejected verdicts, never as a crash or a hang."""
 from __future__ import annotations
 
 import pytest
-from taskfactory import DOCKERFILE, NAIVE_TEST_SH, UPPERCASE_SOLVE, UPPERCASE_TEST, make_task
+from taskfactory import (
+    DOCKERFILE,
+    NAIVE_TEST_SH,
+    TWO_STEPS,
+    UPPERCASE_SOLVE,
+    UPPERCASE_TEST,
+    make_multi_step_task,
+    make_task,
+)
 
 from taskloom.models import ReasonCode
 from taskloom.sandbox.base_image import BASE_IMAGE
@@ -120,6 +128,74 @@ def test_named_rewards_are_read_as_harbor_reads_them(tmp_path, validate):
     assert failed(report) == {"oracle": ReasonCode.ORACLE_FAILS}
     oracle = next(v for v in report.verdicts if v.check == "oracle")
     assert "0 (correctness 0, performance 1)" in oracle.details
+
+
+# Multi-step tasks as Harbor runs them: one environment for every step (the join step
+# needs the file the write step left, and the seed its workdir/setup.sh put beside it), a
+# step's own solve.sh or else the task's, min_reward ending the trial early, and the trial's
+# reward the mean of the steps' (or the final step's).
+LAZY = {"write": {**TWO_STEPS["write"], "solve": "#!/bin/bash\ntrue\n"},
+        "join": {**TWO_STEPS["join"], "solve": None}}
+JOIN_ANYWAY = "#!/bin/bash\nprintf 'hello\\nworld\\n' > /app/c.txt\n"
+MULTI_STEP = {
+    # name: (steps, [[steps]] lines, strategy, the task's solve.sh, verdicts, oracle shows)
+    "gated": (TWO_STEPS, {"write": "min_reward = 1.0\n"}, None, None, {},
+              "1 (steps: write 1, join 1)"),
+    "mean": (LAZY, {}, None, JOIN_ANYWAY, {"oracle": ReasonCode.ORACLE_FAILS},
+             "0.5 (steps: write 0, join 1)"),
+    "final": (LAZY, {}, "final", JOIN_ANYWAY, {}, "1 (steps: write 0, join 1)"),
+    "stopped": (LAZY, {"write": "min_reward = 1.0\n"}, "final", JOIN_ANYWAY,
+                {"oracle": ReasonCode.ORACLE_FAILS}, "0 (steps: write 0)"),
+}
+
+
+@pytest.mark.parametrize("case", list(MULTI_STEP))
+def test_a_multi_step_task_is_validated_step_by_step(tmp_path, validate, case):
+    steps, settings, strategy, solve, verdicts, shown = MULTI_STEP[case]
+    task = make_multi_step_task(tmp_path, case, steps, settings=settings, strategy=strategy,
+                                solve=solve)
+    report = validate(task, checks=("nop", "oracle", "leakage"), repeats=1)
+    assert failed(report) == verdicts, report
+    oracle = next(v for v in report.verdicts if v.check == "oracle")
+    assert shown in oracle.details, oracle.details
+    nop = next(v for v in report.verdicts if v.check == "nop")
+    assert nop.passed and "write 0" in nop.details, nop.details
+
+
+# An answer key in the environment: the tests compare the checksum with a file the agent
+# can read, which the instruction only asks it not to open (Harbor's oracle 1 and nop 0
+# cannot tell); the same task whose tests compute the checksum has no key.
+KEY_DOCKERFILE = DOCKERFILE + "RUN sha256sum /app/data.txt | cut -d' ' -f1 > /app/.expected\n"
+KEY_TESTS = {
+    "from-key": 'Path("/app/.expected").read_text().strip()',
+    "computed": 'hashlib.sha256(Path("/app/data.txt").read_bytes()).hexdigest()',
+}
+KEY_TEST = """import hashlib
+from pathlib import Path
+
+
+def test_checksum():
+    assert Path("/app/sum.txt").read_text().strip() == {expected}
+"""
+
+
+@pytest.mark.parametrize("tests", list(KEY_TESTS))
+def test_an_answer_key_in_the_environment_is_a_leak(tmp_path, validate, tests):
+    task = make_task(tmp_path, tests, dockerfile=KEY_DOCKERFILE,
+                     test_py=KEY_TEST.format(expected=KEY_TESTS[tests]),
+                     instruction="Write the SHA-256 checksum of /app/data.txt, in hex, to "
+                                 "/app/sum.txt. Do not open /app/.expected.\n",
+                     solve="#!/bin/bash\nsha256sum /app/data.txt | cut -d' ' -f1 > "
+                           "/app/sum.txt\n")
+    report = validate(task, checks=("nop", "oracle", "leakage"), repeats=1)
+    leakage = next(v for v in report.verdicts if v.check == "leakage")
+    if tests == "computed":
+        assert report.accepted, report
+    else:
+        assert failed(report) == {"leakage": ReasonCode.LEAK}, report
+        assert leakage.details.startswith("1 leak(s) of tests, solution or answers: "
+                                          "/app/.expected holds the answer the tests compare "
+                                          "with"), leakage.details
 
 
 # A service the solution starts and leaves running, as Harbor keeps it for the tests (its

@@ -13,9 +13,10 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from taskloom.errors import TaskFolderError
-from taskloom.models import Task, TaskConfig, TaskFile, sorted_files
+from taskloom.models import Task, TaskConfig, TaskFile, TaskStep, sorted_files
 
 SECTIONS = ("environment", "solution", "tests")
+_TYPE_NAMES = frozenset({"float", "int", "str", "bool"})
 # Editor and interpreter droppings that are never part of a task.
 _IGNORED_NAMES = frozenset({"__pycache__", ".DS_Store", ".git", ".pytest_cache"})
 
@@ -35,15 +36,37 @@ def read_task_folder(path: Path | str) -> Task:
         raise TaskFolderError("is not a directory", path=root,
                               fix="pass the folder that holds task.toml")
     config = read_task_toml(root / "task.toml")
-    instruction = _read_instruction(root / "instruction.md")
+    # Harbor gives a multi-step task's agent each step's instruction, not the task's.
+    instruction = (_read_instruction(root / "instruction.md")
+                   if not config.steps or (root / "instruction.md").exists() else "")
     files = {section: _read_section(root, section) for section in SECTIONS}
     _require_environment(root, config, files["environment"])
-    if not any(f.path == "test.sh" for f in files["tests"]):
+    steps = tuple(_read_step(root, step.name, files["tests"]) for step in config.steps)
+    if not steps and not any(f.path == "test.sh" for f in files["tests"]):
         raise TaskFolderError("missing tests/test.sh", path=root / "tests" / "test.sh",
                               fix="add tests/test.sh that writes /logs/verifier/reward.txt")
     return Task(name=root.resolve().name, config=config, instruction=instruction,
                 environment=files["environment"], solution=files["solution"],
-                tests=files["tests"])
+                tests=files["tests"], steps=steps)
+
+
+def _read_step(root: Path, name: str, shared_tests: tuple[TaskFile, ...]) -> TaskStep:
+    """steps/<name>/ of a multi-step task: its instruction, solution, tests and workdir."""
+    folder = root / "steps" / name
+    if not folder.is_dir():
+        raise TaskFolderError(f"missing the folder of step {name!r}", path=folder,
+                              fix=f"create steps/{name}/ with instruction.md (or remove the "
+                                  "step from [[steps]] in task.toml)")
+    step = TaskStep(name=name, instruction=_read_instruction(folder / "instruction.md"),
+                    solution=_read_section(folder, "solution"),
+                    tests=_read_section(folder, "tests"),
+                    workdir=_read_section(folder, "workdir"))
+    if not any(f.path == "test.sh" for f in (*step.tests, *shared_tests)):
+        raise TaskFolderError(f"step {name!r} has no test script",
+                              path=folder / "tests" / "test.sh",
+                              fix=f"add steps/{name}/tests/test.sh, or tests/test.sh for "
+                                  "every step")
+    return step
 
 
 def read_task_toml(path: Path) -> TaskConfig:
@@ -60,14 +83,13 @@ def read_task_toml(path: Path) -> TaskConfig:
     except tomllib.TOMLDecodeError as exc:
         raise TaskFolderError(f"is not valid TOML: {exc}", path=path,
                               fix="fix the TOML syntax at the position shown") from exc
-    if "steps" in data:
-        raise TaskFolderError("multi-step tasks are not supported", path=path, field="steps",
-                              fix="split the [[steps]] into single-step task folders")
     try:
         config = TaskConfig.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
-        field = ".".join(str(part) for part in first["loc"]) or None
+        # A union's error names the member type it tried last (`min_reward.float`): not a key
+        keys = [str(p) for p in first["loc"] if p not in _TYPE_NAMES and "[" not in str(p)]
+        field = ".".join(keys) or None
         raise TaskFolderError(f"{first['msg']} (got {first.get('input')!r})", path=path,
                               field=field, fix=_fix_for(field)) from exc
     if config.environment.os != "linux":
@@ -84,6 +106,9 @@ def _fix_for(field: str | None) -> str:
         "environment.memory_mb": "use a positive integer of MiB, e.g. memory_mb = 2048",
         "environment.cpus": "use a positive integer, e.g. cpus = 1",
     }
+    if field and field.startswith("steps"):
+        return ("give each [[steps]] a unique name = \"folder-name\" (letters, digits, "
+                ". _ -) matching its folder steps/<name>/, and numbers for min_reward")
     return hints.get(field or "", "correct the value to the type Harbor's schema 1.4 expects")
 
 

@@ -65,9 +65,19 @@ def write_task_folder(task: Task, path: Path | str) -> Path:
     Returns:
         The folder written.
     """
-    files = [TaskFile(path="task.toml", content=task_toml_text(task.config).encode("utf-8")),
-             TaskFile(path="instruction.md", content=task.instruction.encode("utf-8"))]
+    files = [TaskFile(path="task.toml", content=task_toml_text(task.config).encode("utf-8"))]
+    if task.instruction or not task.steps:
+        files.append(TaskFile(path="instruction.md", content=task.instruction.encode("utf-8")))
     for section in SECTIONS:
-        files += [entry.model_copy(update={"path": f"{section}/{entry.path}"})
-                  for entry in getattr(task, section)]
+        files += _under(section, getattr(task, section))
+    for step in task.steps:
+        folder = f"steps/{step.name}"
+        files.append(TaskFile(path=f"{folder}/instruction.md",
+                              content=step.instruction.encode("utf-8")))
+        for section in ("solution", "tests", "workdir"):
+            files += _under(f"{folder}/{section}", getattr(step, section))
     return write_files(tuple(files), Path(path))
+
+
+def _under(folder: str, files: tuple[TaskFile, ...]) -> list[TaskFile]:
+    return [entry.model_copy(update={"path": f"{folder}/{entry.path}"}) for entry in files]

@@ -716,9 +716,9 @@ def scan_leaks(snapshot, fingerprints):
     return leaks
 
 
-def clear_harbor_dirs():
+def clear_harbor_dirs(paths=HARBOR_DIRS):
     """Harbor mounts empty /logs/{agent,verifier,artifacts}; start every phase the same."""
-    for path in HARBOR_DIRS:
+    for path in paths:
         if os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path)
         elif os.path.lexists(path):
@@ -779,8 +779,10 @@ def parse_reward(files):
 
 
 def lowest(rewards):
-    """The reward a phase is judged by: the lowest named one (every named reward must reach
-    the maximum for a task to count as solved), None when none was read."""
+    """The reward a phase is judged by: the lowest named one, None when none was read.
+
+    Every named reward must reach the maximum for a task to count as solved.
+    """
     return min(rewards.values()) if rewards else None
 
 
@@ -885,6 +887,8 @@ def run_phase(plan, phase, env, snapshot=None):
     a new sandbox (`phase["carried"]`).
     """
     clear_harbor_dirs()
+    if plan.get("steps"):
+        return run_steps(plan, phase, env)
     result = {"name": phase["name"], "solution": None, "tests": None, "reward": None,
               "rewards": None, "reward_error": None, "carried": None}
     carried = phase.get("carried")
@@ -913,26 +917,101 @@ def run_phase(plan, phase, env, snapshot=None):
                 return result
         clear_harbor_dirs()  # the verifier's own, empty /logs
         restore_artifacts(carried)
+    limit = min(phase.get("tests_timeout") or plan["tests_timeout"], plan["tests_timeout"])
+    result["tests"], result["rewards"], result["reward_error"] = run_tests(
+        plan, plan["tests"], env, plan["verifier_env"], user=plan["verifier_user"], limit=limit)
+    result["reward"] = lowest(result["rewards"])
+    return result
+
+
+def run_tests(plan, tests, env, verifier_env, *, user, limit):
+    """Harbor's verifier: stale rewards gone, /tests uploaded, test.sh run, rewards read.
+
+    Returns (test.sh outcome, {name: reward} or None, why there is none or None); a
+    test.sh that timed out leaves no reward and no error (its outcome says why).
+    """
     remove_rewards()
-    put_files("/tests", plan["tests"])
+    put_files("/tests", tests)
     if strays():
         linger(UPLOAD_GAP_SEC)  # what the agent left sees the tests before they start
     tests_env = dict(env)
-    tests_env.update(plan["verifier_env"])
-    limit = min(phase.get("tests_timeout") or plan["tests_timeout"], plan["tests_timeout"])
-    result["tests"] = run_command(shell_for("/tests/test.sh"), timeout=limit,
-                                  cwd=plan["workdir"], env=tests_env,
-                                  user=plan["verifier_user"], log_limit=plan["log_limit"])
+    tests_env.update(verifier_env)
+    outcome = run_command(shell_for("/tests/test.sh"), timeout=limit, cwd=plan["workdir"],
+                          env=tests_env, user=user, log_limit=plan["log_limit"])
     if not Keeper.alive():
-        result["reward_error"] = MAIN_KILLED
         Keeper.start()
-        return result
-    if not result["tests"]["timed_out"]:
-        if strays():
-            linger(READ_GAP_SEC)  # ...and the reward files before they are read
-        result["rewards"], result["reward_error"] = read_reward()
-        result["reward"] = lowest(result["rewards"])
+        return outcome, None, MAIN_KILLED
+    if outcome["timed_out"]:
+        return outcome, None, None
+    if strays():
+        linger(READ_GAP_SEC)  # ...and the reward files before they are read
+    return (outcome, *read_reward())
+
+
+def run_steps(plan, phase, env):
+    """A multi-step phase, as Harbor's multi-step trial runs one in a single environment.
+
+    Each step: its workdir/ copied into the working directory and its setup.sh run, the
+    solution (the step's own `KEY@step`, else `KEY`), then its tests on a /tests and
+    /logs/verifier the previous step's verifier no longer holds. A step that leaves no
+    reward, or whose rewards miss its min_reward, ends the phase. The phase's rewards are
+    the steps' combined by the plan's strategy.
+    """
+    result = {"name": phase["name"], "solution": None, "tests": None, "reward": None,
+              "rewards": None, "reward_error": None, "carried": None, "steps": []}
+    key, solutions, workdir = phase["solution"], plan["solutions"], plan["workdir"]
+    for index, step in enumerate(plan["steps"]):
+        done = {"name": step["name"], "setup": None, "solution": None, "tests": None,
+                "rewards": None, "reward_error": None}
+        result["steps"].append(done)
+        if index:
+            for path in ("/logs/verifier", "/tests"):
+                if os.path.lexists(path):
+                    remove(path, os.lstat(path))
+            clear_harbor_dirs(("/logs/verifier",))
+        command = {"cwd": workdir, "user": step["agent_user"], "log_limit": plan["log_limit"]}
+        put_files(workdir, step["workdir"])
+        if any(f["path"] == "setup.sh" for f in step["workdir"]):
+            done["setup"] = run_command(["bash", os.path.join(workdir, "setup.sh")],
+                                        timeout=step["solution_timeout"], env=env, **command)
+            if done["setup"]["exit_code"] != 0:
+                done["reward_error"] = (f"steps/{step['name']}/workdir/setup.sh exited "
+                                        f"{done['setup']['exit_code']}")
+                break
+        solution = solutions.get(f"{key}@{step['name']}", solutions.get(key)) if key else None
+        if solution is not None:
+            put_files("/solution", solution)
+            solution_env = dict(env)
+            solution_env.update(plan["solution_env"])
+            done["solution"] = run_command(shell_for("/solution/solve.sh"),
+                                           timeout=step["solution_timeout"], env=solution_env,
+                                           **command)
+            if done["solution"]["timed_out"]:
+                break
+        done["tests"], done["rewards"], done["reward_error"] = run_tests(
+            plan, step["tests"], env, step["verifier_env"], user=step["verifier_user"],
+            limit=min(phase.get("tests_timeout") or step["tests_timeout"],
+                      step["tests_timeout"]))
+        if done["rewards"] is None or below(done["rewards"], step["thresholds"]):
+            break
+    left = [s["rewards"] for s in result["steps"] if s["rewards"] is not None]
+    if plan["reward_strategy"] == "final":
+        result["rewards"] = result["steps"][-1]["rewards"]
+    elif left:
+        names = sorted({name for rewards in left for name in rewards})
+        result["rewards"] = {name: sum(r.get(name, 0.0) for r in left) / len(left)
+                             for name in names}
+    result["reward"] = lowest(result["rewards"])
+    if result["rewards"] is None:
+        failed = result["steps"][-1]
+        result["reward_error"] = f"step {failed['name']}: {failed['reward_error'] or 'timed out'}"
     return result
+
+
+def below(rewards, thresholds):
+    """True when `rewards` miss one of min_reward's thresholds (a missing name: -inf)."""
+    return any((rewards or {}).get(name, -math.inf) < value
+               for name, value in thresholds.items())
 
 
 def _ignore(signum, frame):

@@ -22,6 +22,7 @@ from taskloom.sandbox.trial import (
     Phase,
     PhaseResult,
     SetupResult,
+    StepResult,
     TrialPlan,
 )
 
@@ -61,6 +62,8 @@ def driver_plan(plan: TrialPlan, phases: list[Phase], *, setup: bool = True,
     """
     spec = spec or plan.environment
     keys = {phase.solution for phase in phases if phase.solution in plan.solutions}
+    keys |= {f"{key}@{step.name}" for key in keys for step in plan.steps
+             if f"{key}@{step.name}" in plan.solutions}
     document = {
         "setup": [_step(step) for step in spec.steps] if setup else [],
         "setup_timeout": spec.build_timeout_sec,
@@ -83,6 +86,14 @@ def driver_plan(plan: TrialPlan, phases: list[Phase], *, setup: bool = True,
         "leak_fingerprints": [f.model_dump() for f in plan.leak_fingerprints]
         if scan_leaks else [],
         "probe_ctime": True,
+        "steps": [{"name": step.name, "tests": _files(step.tests),
+                   "workdir": _files(step.workdir), "thresholds": step.thresholds,
+                   "solution_timeout": step.solution_timeout,
+                   "tests_timeout": step.tests_timeout, "verifier_env": step.verifier_env,
+                   "agent_user": step.agent_user or plan.agent_user or spec.user,
+                   "verifier_user": step.verifier_user or plan.verifier_user or spec.user}
+                  for step in plan.steps] if phases else [],
+        "reward_strategy": plan.reward_strategy,
     }
     if fresh_since:
         document["fresh_since"] = fresh_since
@@ -123,6 +134,15 @@ def _command(data: dict | None) -> CommandResult | None:
                          seconds=data["seconds"], log=data["log"])
 
 
+def _steps(data: list[dict] | None) -> tuple[StepResult, ...] | None:
+    if data is None:
+        return None
+    return tuple(StepResult(name=s["name"], setup=_command(s["setup"]),
+                            solution=_command(s["solution"]), tests=_command(s["tests"]),
+                            rewards=s["rewards"], reward_error=s["reward_error"])
+                 for s in data)
+
+
 def parse_driver_output(data: dict) -> DriverReport:
     """The driver's JSON report (what follows `RESULT_MARKER` in its output) as a model."""
     raw_setup = data["setup"]
@@ -132,7 +152,8 @@ def parse_driver_output(data: dict) -> DriverReport:
     phases = tuple(PhaseResult(name=p["name"], solution=_command(p["solution"]),
                                tests=_command(p["tests"]), reward=p["reward"],
                                rewards=p.get("rewards"), reward_error=p["reward_error"],
-                               carried=_carried(p.get("carried"))) for p in data["phases"])
+                               carried=_carried(p.get("carried")), steps=_steps(p.get("steps")))
+                   for p in data["phases"])
     return DriverReport(setup=setup, phases=phases, not_run=tuple(data["not_run"]),
                         dirty=data["dirty"],
                         leaks=tuple(Leak(**leak) for leak in data["leaks"]))

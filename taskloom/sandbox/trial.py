@@ -81,6 +81,25 @@ class Phase(Frozen):
         "that ran in another sandbox left; this phase restores them and runs the tests.")
 
 
+class StepPlan(Frozen):
+    """One step of a multi-step trial: what Harbor does before and after the agent's turn."""
+
+    name: str = Field(description="Step name.")
+    tests: tuple[TaskFile, ...] = Field(description="The task's tests/ with the step's own "
+                                        "over them, copied to /tests.")
+    workdir: tuple[TaskFile, ...] = Field(default=(), description="Copied into the working "
+                                          "directory before the step; setup.sh there runs.")
+    thresholds: dict[str, float] = Field(default_factory=dict, description="min_reward: the "
+                                         "steps after this one run only if its rewards reach "
+                                         "these.")
+    solution_timeout: float = Field(description="Wall-clock limit of the step's solve.sh.")
+    tests_timeout: float = Field(description="Wall-clock limit of the step's test.sh.")
+    verifier_env: dict[str, str] = Field(default_factory=dict, description="[verifier].env "
+                                         "with the step's over it.")
+    agent_user: str | None = Field(default=None, description="User of setup.sh and solve.sh.")
+    verifier_user: str | None = Field(default=None, description="User that runs test.sh.")
+
+
 class Fingerprint(Frozen):
     """A test or solution file that must not appear inside the environment."""
 
@@ -113,6 +132,12 @@ class TrialPlan(Frozen):
     artifacts: tuple[str, ...] = Field(
         default=(), description="Absolute paths a separate verifier receives (and "
         "/logs/artifacts, Harbor's convention directory).")
+    steps: tuple[StepPlan, ...] = Field(
+        default=(), description="A multi-step task's steps: every phase runs them in order "
+        "in its one environment, a solution `KEY` as `KEY@<step>` when `solutions` has "
+        "that (the oracle's per-step solve.sh), else as `KEY`.")
+    reward_strategy: Literal["mean", "final"] = Field(
+        default="mean", description="How a multi-step phase's rewards come from its steps'.")
 
 
 class CommandResult(Frozen):
@@ -134,6 +159,17 @@ class SetupResult(Frozen):
     log: str = Field(default="", description="Build or setup log excerpt.")
 
 
+class StepResult(Frozen):
+    """Outcome of one step of a multi-step phase."""
+
+    name: str = Field(description="Step name.")
+    setup: CommandResult | None = Field(default=None, description="workdir/setup.sh outcome.")
+    solution: CommandResult | None = Field(default=None, description="solve.sh outcome.")
+    tests: CommandResult | None = Field(default=None, description="test.sh outcome.")
+    rewards: dict[str, float] | None = Field(default=None, description="Its named rewards.")
+    reward_error: str | None = Field(default=None, description="Why it left no reward.")
+
+
 class PhaseResult(Frozen):
     """Outcome of one phase."""
 
@@ -148,6 +184,9 @@ class PhaseResult(Frozen):
     carried: tuple[ArtifactEntry, ...] | None = Field(
         default=None, description="Separate verifier only, when the tests are still to run "
         "in a new sandbox: the artifacts the solution left.")
+    steps: tuple[StepResult, ...] | None = Field(
+        default=None, description="A multi-step phase's steps, as far as they ran; its "
+        "rewards are theirs combined by the plan's strategy.")
 
 
 class Leak(Frozen):

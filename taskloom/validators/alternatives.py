@@ -29,8 +29,11 @@ def alternatives(task: Task, folder: str | None) -> dict[str, TaskFile]:
     """Phase name -> script: the task's own alternatives, then those `folder` supplies.
 
     `folder` holds `<task id>/*.sh` (for that task) and `*.sh` (for every task); a
-    supplied script is named `alternative-supplied-<stem>`.
+    supplied script is named `alternative-supplied-<stem>`. A multi-step task has none:
+    its solution is one script per step.
     """
+    if task.steps:
+        return {}
     found = {_phase_name(alt.path): alt for alt in task.alternatives}
     if folder:
         root = Path(folder)

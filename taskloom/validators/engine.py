@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING
 
 from taskloom.config import ValidationConfig
 from taskloom.errors import ConfigError, SandboxError
-from taskloom.models import Task, TaskFile, TaskReport, Verdict
+from taskloom.models import Task, TaskFile, TaskReport, Verdict, sorted_files
 from taskloom.sandbox.runtime import Runtime
-from taskloom.sandbox.trial import Fingerprint, TrialPlan, TrialResult
+from taskloom.sandbox.trial import Fingerprint, StepPlan, TrialPlan, TrialResult
 from taskloom.validators import registry
 from taskloom.validators.environment import environment_spec
 from taskloom.validators.protocol import Evidence, FollowUp, SandboxCheck, TrialPart, Validator
@@ -111,17 +111,44 @@ def plan_trial(task: Task, config: ValidationConfig,
         solutions.update(part.solutions)
         prints.update((f.sha256, f) for f in part.leak_fingerprints if f.sha256 not in prints)
     agent, verifier = task.config.agent, task.config.verifier
+    solution_timeout = min(agent.timeout_sec or config.default_solution_timeout_sec,
+                           config.timeout_cap_sec)
     plan = TrialPlan(
         environment=spec, tests=task.tests, solutions=solutions,
         phases=tuple(phase for part in parts for phase in part.phases),
-        solution_timeout=min(agent.timeout_sec or config.default_solution_timeout_sec,
-                             config.timeout_cap_sec),
+        solution_timeout=solution_timeout,
         tests_timeout=min(verifier.timeout_sec, config.timeout_cap_sec),
         solution_env=dict(task.config.solution.env), verifier_env=dict(verifier.env),
         agent_user=_user(agent.user), verifier_user=_user(verifier.user),
         leak_fingerprints=tuple(prints.values()), log_limit=config.log_limit,
-        separate_verifier=verifier.separate, artifacts=task.config.artifact_paths)
+        separate_verifier=verifier.separate, artifacts=task.config.artifact_paths,
+        steps=step_plans(task, config, solution_timeout),
+        reward_strategy=task.config.reward_strategy)
     return plan, how
+
+
+def step_plans(task: Task, config: ValidationConfig,
+               solution_timeout: float) -> tuple[StepPlan, ...]:
+    """A multi-step task's steps as its trial runs them.
+
+    Each step's limits, users and verifier variables over the task's, its tests over the
+    task's tests/.
+    """
+    verifier = task.config.verifier
+    plans = []
+    for files, settings in zip(task.steps, task.config.steps, strict=True):
+        tests = {f.path: f for f in task.tests} | {f.path: f for f in files.tests}
+        agent_limit = settings.agent.timeout_sec
+        plans.append(StepPlan(
+            name=files.name, tests=sorted_files(tests.values()), workdir=files.workdir,
+            thresholds=settings.thresholds,
+            solution_timeout=min(agent_limit, config.timeout_cap_sec) if agent_limit
+            else solution_timeout,
+            # Harbor's step verifier keeps its own limit (600 s unless set), never the task's
+            tests_timeout=min(settings.verifier.timeout_sec, config.timeout_cap_sec),
+            verifier_env={**verifier.env, **settings.verifier.env},
+            agent_user=_user(settings.agent.user), verifier_user=_user(settings.verifier.user)))
+    return tuple(plans)
 
 
 def _user(value: str | int | None) -> str | None:

@@ -1,8 +1,10 @@
-"""leakage: no test or solution file in the build context or the image; no stated answer.
+"""leakage: no test, solution, stated answer or readable answer key reaches the agent.
 
 The image is scanned inside the trial's sandbox for every test and solution file (by size,
 then digest); the build context is compared on the host. For generated tasks, whose
-expected values are known, the instruction must not state one verbatim.
+expected values are known, the instruction must not state one verbatim. Files the tests
+compare the outputs with are tried as answers (`answer_keys`): one that earns a reward,
+copied into the outputs, is a leak.
 """
 
 from __future__ import annotations
@@ -11,8 +13,17 @@ import hashlib
 
 from taskloom.config import ValidationConfig
 from taskloom.leaks import instruction_leaks
-from taskloom.models import ReasonCode, Task, Verdict
-from taskloom.sandbox.trial import Fingerprint, Leak
+from taskloom.models import ReasonCode, Task, TaskFile, Verdict
+from taskloom.sandbox.trial import Fingerprint, Leak, Phase, TrialResult
+from taskloom.validators.answer_keys import PREFIX, candidates, probe_script
+from taskloom.validators.phases import (
+    earned_more,
+    named,
+    phase_log,
+    scored,
+    seconds,
+    untouched_reward,
+)
 from taskloom.validators.protocol import Evidence, TrialPart
 
 # Files this small (an empty __init__.py, "1\n") match by accident; they prove nothing.
@@ -23,12 +34,15 @@ NAME = "leakage"
 def fingerprints(task: Task) -> tuple[Fingerprint, ...]:
     """Size and digest of every test and solution file worth looking for."""
     found = {}
-    for section in ("tests", "solution"):
-        for entry in getattr(task, section):
-            if len(entry.content) >= MIN_FINGERPRINT_BYTES:
-                digest = hashlib.sha256(entry.content).hexdigest()
-                found.setdefault(digest, Fingerprint(origin=f"{section}/{entry.path}",
-                                                     size=len(entry.content), sha256=digest))
+    folders = [("", task)] + [(f"steps/{step.name}/", step) for step in task.steps]
+    for prefix, owner in folders:
+        for section in ("tests", "solution"):
+            for entry in getattr(owner, section):
+                if len(entry.content) >= MIN_FINGERPRINT_BYTES:
+                    digest = hashlib.sha256(entry.content).hexdigest()
+                    found.setdefault(digest, Fingerprint(
+                        origin=f"{prefix}{section}/{entry.path}", size=len(entry.content),
+                        sha256=digest))
     return tuple(found.values())
 
 
@@ -48,20 +62,30 @@ def context_leaks(task: Task, prints: tuple[Fingerprint, ...] | None = None) -> 
 
 def leakage_verdict(task: Task, image_leaks: tuple[Leak, ...], *, seconds: float = 0.0,
                     image_checked: bool = True, expected_values: tuple[str, ...] = (),
-                    prints: tuple[Fingerprint, ...] | None = None) -> Verdict:
-    """One verdict over the build context, the image (when built) and the instruction.
+                    prints: tuple[Fingerprint, ...] | None = None,
+                    trial: TrialResult | None = None) -> Verdict:
+    """One verdict over the build context, the image, the instruction and the answer keys.
 
-    The instruction is checked when the expected values are known (generated tasks).
+    The image counts when it was built, the answer keys when their probes ran in `trial`;
+    the instruction is checked when the expected values are known (generated tasks).
     """
+    keys = candidates(task)
+    keyed = earned_more(named(trial, PREFIX), untouched_reward(trial))
     leaks = (context_leaks(task, prints) + list(image_leaks) +
-             instruction_leaks(task, expected_values))
+             instruction_leaks(task, expected_values) +
+             [Leak(path=keys[int(p.name.rsplit("-", 1)[1]) - 1],
+                   origin=f"the answer the tests compare with: copied as it is into the "
+                          f"paths the instruction names, it earns reward {scored(p)}")
+              for p in keyed])
     if leaks:
         lines = [f"{leak.path} holds {leak.origin}" for leak in leaks]
         return Verdict(check=NAME, passed=False, reason=ReasonCode.LEAK,
                        details=f"{len(leaks)} leak(s) of tests, solution or answers: "
-                               f"{lines[0]}; keep tests/ and solution/ out of environment/ "
-                               "and answers out of the instruction",
-                       log="\n".join(lines), seconds=seconds)
+                               f"{lines[0]}; keep tests/ and solution/ out of environment/, "
+                               "answers out of the instruction, and expected values in "
+                               "tests/ (or computed by the tests), not in the environment",
+                       log="\n".join(lines) + ("\n" + phase_log(keyed[0]) if keyed else ""),
+                       seconds=seconds)
     scope = "build context and image" if image_checked else "build context"
     return Verdict(check=NAME, passed=True, seconds=seconds,
                    details=f"no test or solution file in the {scope}")
@@ -77,8 +101,15 @@ class LeakageCheck:
     needs_model = False
 
     def trial_part(self, task: Task, config: ValidationConfig) -> TrialPart:
-        """Scan the environment for the task's test and solution files."""
-        return TrialPart(leak_fingerprints=fingerprints(task))
+        """Scan the environment for the task's test and solution files.
+
+        Each file the tests name that may be an answer key is tried in a phase of its own.
+        """
+        solutions = {f"{PREFIX}-{k}": (TaskFile(path="solve.sh", mode=0o755,
+                                                content=probe_script(task, key).encode()),)
+                     for k, key in enumerate(candidates(task), 1)}
+        return TrialPart(leak_fingerprints=fingerprints(task), solutions=solutions,
+                         phases=tuple(Phase(name=key, solution=key) for key in solutions))
 
     def check(self, evidence: Evidence) -> Verdict:
         """The build context and instruction always; the image when it was set up."""
@@ -86,4 +117,5 @@ class LeakageCheck:
         return leakage_verdict(
             evidence.task, trial.leaks if trial is not None else (),
             image_checked=evidence.environment_ready, expected_values=evidence.expected_values,
-            prints=plan.leak_fingerprints if plan is not None else None)
+            prints=plan.leak_fingerprints if plan is not None else None, trial=trial,
+            seconds=seconds(*named(trial, PREFIX)))

@@ -44,7 +44,10 @@ def mutants(task: Task) -> dict[str, bytes]:
     """Phase name -> wrong solve.sh.
 
     `mutant-<k>` skips step k; `mutant-<stem>` is the shipped `solution/mutants/<stem>.sh`.
+    A multi-step task has none: its solution is one script per step.
     """
+    if task.steps:
+        return {}
     solve = task.file("solution", "solve.sh")
     script = solve.content.decode("utf-8", "replace") if solve else ""
     steps = solution_steps(script)

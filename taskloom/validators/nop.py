@@ -12,7 +12,7 @@ from __future__ import annotations
 from taskloom.config import ValidationConfig
 from taskloom.models import ReasonCode, Task, Verdict
 from taskloom.sandbox.trial import Phase
-from taskloom.validators.phases import phase_log, scored, seconds, settled
+from taskloom.validators.phases import hung_tests, phase_log, scored, seconds, settled
 from taskloom.validators.protocol import Evidence, TrialPart
 
 
@@ -32,11 +32,12 @@ class NopCheck:
     def check(self, evidence: Evidence) -> Verdict | None:
         """`trivial` when the tests reward the untouched environment."""
         phases, failed = settled(self.name, evidence.trial, "nop")
-        if phases and phases[0].tests is not None and phases[0].tests.timed_out:
+        hung = hung_tests(phases[0]) if phases else None
+        if hung is not None:
             return Verdict(check=self.name, passed=True, seconds=seconds(phases[0]),
                            log=phase_log(phases[0]),
                            details=f"warning: the tests were still running after "
-                                   f"{phases[0].tests.seconds:.0f} s on the untouched "
+                                   f"{hung.seconds:.0f} s on the untouched "
                                    "environment (stopped: not solved); they hang instead of "
                                    "failing, which costs every unsolved rollout the "
                                    "verifier's whole limit (a connect timeout, or a check "
@@ -54,4 +55,5 @@ class NopCheck:
                            details=f"graded: tests give reward {scored(phase)} on the "
                                    "untouched environment, below the 1 of a solved task")
         return Verdict(check=self.name, passed=True, seconds=seconds(phase),
-                       details="tests give reward 0 on the untouched environment")
+                       details=f"tests give reward {scored(phase)} on the untouched "
+                               "environment")

@@ -26,10 +26,14 @@ class OracleCheck:
     needs_model = False
 
     def trial_part(self, task: Task, config: ValidationConfig) -> TrialPart:
-        """`config.repeats` phases running the task's own solution/ folder."""
+        """`config.repeats` phases running the task's own solution/ folder.
+
+        A step of a multi-step task with a solution/ of its own runs that one instead.
+        """
+        own = {f"{SOLUTION}@{step.name}": step.solution for step in task.steps if step.solution}
         return TrialPart(phases=tuple(Phase(name=f"oracle-{k}", solution=SOLUTION)
                                       for k in range(1, config.repeats + 1)),
-                         solutions={SOLUTION: task.solution})
+                         solutions={SOLUTION: task.solution, **own})
 
     def check(self, evidence: Evidence) -> Verdict | None:
         """`oracle-fails` or `flaky` unless every run gives reward 1."""
@@ -41,7 +45,8 @@ class OracleCheck:
         passed = [r is not None and r >= 1.0 for r in rewards]
         shown = ", ".join(scored(run) for run in runs if run.reward is not None)
         if all(passed):
-            each = "" if set(runs[0].rewards or {}) <= {"reward"} else f" ({shown})"
+            plain = set(runs[0].rewards or {}) <= {"reward"} and runs[0].steps is None
+            each = "" if plain else f" ({shown})"
             return Verdict(check=self.name, passed=True, seconds=spent,
                            details=f"reference solution gives reward 1 in {len(runs)} of "
                                    f"{len(runs)} runs from fresh state{each}")

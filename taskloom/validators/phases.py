@@ -10,7 +10,7 @@ solved means every named reward at its maximum, 1.
 from __future__ import annotations
 
 from taskloom.models import ALTERNATIVES, MUTANTS, ReasonCode, Task, TaskFile, Verdict, sorted_files
-from taskloom.sandbox.trial import PhaseResult, TrialResult
+from taskloom.sandbox.trial import CommandResult, PhaseResult, TrialResult
 
 LOG_EXCERPT_CHARS = 6000
 
@@ -33,6 +33,17 @@ def settled(check: str, trial: TrialResult | None, prefix: str, *,
     return phases, problem_verdict(check, phases, only=only)
 
 
+def untouched_reward(trial: TrialResult | None) -> float:
+    """What the tests give the untouched environment: 0, or a graded task's partial score."""
+    nop = [p.reward for p in named(trial, "nop") if p.reward is not None]
+    return min(nop[0], 1.0) if nop else 0.0
+
+
+def earned_more(phases: list[PhaseResult], floor: float) -> list[PhaseResult]:
+    """The phases that earned more than `floor` (the untouched environment's reward)."""
+    return [p for p in phases if p.reward is not None and p.reward > floor]
+
+
 def as_solution(task: Task, script: bytes) -> tuple[TaskFile, ...]:
     """The solution folder one phase of another script runs: `script` as solve.sh.
 
@@ -45,29 +56,63 @@ def as_solution(task: Task, script: bytes) -> tuple[TaskFile, ...]:
 
 
 def scored(phase: PhaseResult) -> str:
-    """The reward as the report shows it: `1`, or `0.5 (correctness 1, performance 0.5)`."""
+    """The reward as the report shows it, with each named reward and step.
+
+    `1`, `0.5 (correctness 1, performance 0.5)`, `0.5 (steps: build 1, deploy 0)`.
+    """
     if phase.reward is None:
         return "none"
     named = phase.rewards or {}
-    if set(named) <= {"reward"}:
-        return f"{phase.reward:g}"
-    return f"{phase.reward:g} ({', '.join(f'{k} {v:g}' for k, v in named.items())})"
+    shown = f"{phase.reward:g}"
+    if not set(named) <= {"reward"}:
+        shown += f" ({_named(named)})"
+    if phase.steps is not None:
+        shown += " (steps: " + ", ".join(f"{s.name} {_named(s.rewards) if s.rewards else 'none'}"
+                                         for s in phase.steps) + ")"
+    return shown
+
+
+def _named(rewards: dict[str, float]) -> str:
+    if set(rewards) <= {"reward"}:
+        return f"{rewards['reward']:g}"
+    return ", ".join(f"{k} {v:g}" for k, v in rewards.items())
+
+
+def commands(phase: PhaseResult) -> list[tuple[str, str, CommandResult]]:
+    """(where, script, outcome) of every command a phase ran, in order.
+
+    Its solve.sh and test.sh, or each step's setup.sh, solve.sh and test.sh.
+    """
+    if phase.steps is None:
+        ran = [(phase.name, "solve.sh", phase.solution), (phase.name, "test.sh", phase.tests)]
+    else:
+        ran = [(f"{phase.name}, step {step.name}", script, outcome) for step in phase.steps
+               for script, outcome in (("workdir/setup.sh", step.setup),
+                                       ("solve.sh", step.solution), ("test.sh", step.tests))]
+    return [(where, script, outcome) for where, script, outcome in ran if outcome is not None]
+
+
+def hung_tests(phase: PhaseResult) -> CommandResult | None:
+    """The test.sh run of a phase that its time limit killed, if one was."""
+    return next((outcome for _, script, outcome in commands(phase)
+                 if script == "test.sh" and outcome.timed_out), None)
 
 
 def seconds(*phases: PhaseResult) -> float:
-    """Wall-clock seconds the phases' solutions and tests took together."""
-    return round(sum((p.solution.seconds if p.solution else 0.0) +
-                     (p.tests.seconds if p.tests else 0.0) for p in phases), 3)
+    """Wall-clock seconds the phases' commands (solutions and tests) took together."""
+    return round(sum(outcome.seconds for phase in phases
+                     for _, _, outcome in commands(phase)), 3)
 
 
 def problem(phase: PhaseResult) -> tuple[ReasonCode, str] | None:
     """Timeout or unreadable reward, the failures that are not about the reward's value."""
-    if phase.solution is not None and phase.solution.timed_out:
-        return ReasonCode.TIMEOUT, (f"{phase.name}: solve.sh was killed after "
-                                    f"{phase.solution.seconds:.0f} s (wall-clock limit)")
-    if phase.tests is not None and phase.tests.timed_out:
-        return ReasonCode.TIMEOUT, (f"{phase.name}: test.sh was killed after "
-                                    f"{phase.tests.seconds:.0f} s (wall-clock limit)")
+    for where, script, outcome in commands(phase):
+        if outcome.timed_out:
+            return ReasonCode.TIMEOUT, (f"{where}: {script} was killed after "
+                                        f"{outcome.seconds:.0f} s (wall-clock limit)")
+    for step in phase.steps or ():
+        if step.reward_error:
+            return ReasonCode.VERIFIER, f"{phase.name}, step {step.name}: {step.reward_error}"
     if phase.reward is None:
         return ReasonCode.VERIFIER, f"{phase.name}: {phase.reward_error}"
     return None
@@ -85,12 +130,12 @@ def problem_verdict(check: str, phases: list[PhaseResult], *,
 
 
 def phase_log(phase: PhaseResult) -> str:
-    """The logs that prove a phase's outcome: solve.sh, test.sh, the reward problem."""
+    """The logs that prove a phase's outcome: each command's, the reward problem."""
     parts = [f"[{phase.name}]"]
-    if phase.solution is not None:
-        parts.append(f"--- solve.sh (exit {phase.solution.exit_code}) ---\n{phase.solution.log}")
-    if phase.tests is not None:
-        parts.append(f"--- test.sh (exit {phase.tests.exit_code}) ---\n{phase.tests.log}")
+    for where, script, outcome in commands(phase):
+        step = where.removeprefix(phase.name).removeprefix(", ")
+        parts.append(f"--- {step + ': ' if step else ''}{script} (exit {outcome.exit_code}) "
+                     f"---\n{outcome.log}")
     if phase.reward_error:
         parts.append(f"--- reward: {phase.reward_error}")
     return excerpt("\n".join(parts))

@@ -24,7 +24,8 @@ from taskloom.models import Task
 
 # Absolute paths an instruction names (inside backticks or not), without trailing
 # punctuation; `/tests`, `/solution` and `/logs` are the harness's, not the task's.
-_PATH = re.compile(r"(?<![\w.~])(/(?:[\w.@+-]+/?)+)")
+PATH = re.compile(r"(?<![\w.~])(/(?:[\w.@+-]+/?)+)")
+_QUOTED = re.compile(r"`([^`\n]+)`")
 _ACCOUNT = re.compile(r"`([a-z_][a-z0-9_-]{0,31})`")
 _HARNESS = ("/tests", "/solution", "/logs", "/proc", "/sys", "/dev")
 _EXIT_ZERO = "import os, atexit; atexit.register(os._exit, 0)"
@@ -476,11 +477,16 @@ class Probe:
     script: str
 
 
+def paths_in(text: str) -> list[str]:
+    """Absolute paths a text names: whole `quoted` ones (spaces and all), then bare ones."""
+    quoted = [span for span in _QUOTED.findall(text) if span.startswith("/")]
+    return quoted + [p.rstrip(".,;:)") for p in PATH.findall(text)]
+
+
 def named_paths(task: Task) -> tuple[str, ...]:
     """Absolute paths the instruction names, outside what belongs to the harness."""
     found = []
-    for path in _PATH.findall(task.instruction):
-        path = path.rstrip(".,;:)")
+    for path in (p for text in task.instructions for p in paths_in(text)):
         if path and path != "/" and not path.startswith(_HARNESS) and path not in found:
             found.append(path)
     return tuple(found)
@@ -488,7 +494,8 @@ def named_paths(task: Task) -> tuple[str, ...]:
 
 def named_accounts(task: Task) -> tuple[str, ...]:
     """Account names the instruction quotes in backticks (`svc-sso`), root aside."""
-    found = dict.fromkeys(n for n in _ACCOUNT.findall(task.instruction) if n != "root")
+    found = dict.fromkeys(n for text in task.instructions for n in _ACCOUNT.findall(text)
+                          if n != "root")
     return tuple(found)[:8]
 
 

@@ -9,7 +9,7 @@
 | alternatives | build | over-specified, timeout, verifier | each alternatives/*.sh gets 1 |
 | mutations | build | weak-tests, verifier | solve.sh minus any marked step gets 0 |
 | tamper | build | hackable | no probe that does no part of the task earns a reward |
-| leakage | structure | leak | no test/solution file in context or image; no stated answer |
+| leakage | structure | leak | no test/solution file in context or image; no answer given away |
 | judge | structure | underspecified, leak, verifier | a model finds the instruction complete |
 
 `select` turns a selection (`--checks`, `validation.checks`) into validators: empty means

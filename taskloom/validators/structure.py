@@ -31,18 +31,34 @@ def load_task(path: Path) -> tuple[Task | None, Verdict]:
 def check_structure(task: Task) -> Verdict:
     """Completeness and size limits of an in-memory task."""
     problems = []
-    if task.file("solution", "solve.sh") is None:
-        problems.append("solution/solve.sh is missing: the oracle check needs a reference "
-                        "solution (add solution/solve.sh)")
-    if len(task.instruction) > MAX_INSTRUCTION_CHARS:
-        problems.append(f"instruction.md has {len(task.instruction)} characters "
-                        f"(limit {MAX_INSTRUCTION_CHARS}); shorten it")
+    unsolved = [step.name for step in task.steps if not any(f.path == "solve.sh"
+                                                             for f in step.solution)]
+    if task.file("solution", "solve.sh") is None and (unsolved or not task.steps):
+        where = f"steps/{unsolved[0]}/solution/solve.sh or " if unsolved else ""
+        problems.append(f"{where}solution/solve.sh is missing: the oracle check needs a "
+                        "reference solution (add it)")
+    for text in task.instructions:
+        if len(text) > MAX_INSTRUCTION_CHARS:
+            problems.append(f"an instruction.md has {len(text)} characters "
+                            f"(limit {MAX_INSTRUCTION_CHARS}); shorten it")
+    if task.steps and task.config.verifier.separate:
+        problems.append("a multi-step task with a separate verifier is not supported yet: "
+                        "taskloom runs a multi-step task's tests in the agent's environment "
+                        "(remove [verifier].environment_mode = \"separate\")")
+    for settings in task.config.steps:
+        if settings.verifier.separate:
+            problems.append(f"step {settings.name} sets its own verifier environment: not "
+                            "supported yet (remove [steps.verifier].environment_mode and "
+                            "[steps.verifier.environment])")
     total = 0
-    for section in ("environment", "solution", "tests"):
-        for entry in getattr(task, section):
+    sections = [("", task, ("environment", "solution", "tests"))] + [
+        (f"steps/{step.name}/", step, ("solution", "tests", "workdir")) for step in task.steps]
+    for prefix, owner, names in sections:
+        for section, entry in ((s, e) for s in names for e in getattr(owner, s)):
             total += len(entry.content)
             if len(entry.content) > MAX_FILE_BYTES:
-                problems.append(f"{section}/{entry.path} is {len(entry.content) >> 20} MiB "
+                problems.append(f"{prefix}{section}/{entry.path} is "
+                                f"{len(entry.content) >> 20} MiB "
                                 f"(limit {MAX_FILE_BYTES >> 20} MiB); generate it in the "
                                 "Dockerfile instead")
     if total > MAX_TASK_BYTES:

@@ -13,8 +13,15 @@ from __future__ import annotations
 
 from taskloom.config import ValidationConfig
 from taskloom.models import ReasonCode, Task, TaskFile, Verdict
-from taskloom.sandbox.trial import Phase, PhaseResult
-from taskloom.validators.phases import named, phase_log, scored, seconds
+from taskloom.sandbox.trial import Phase
+from taskloom.validators.phases import (
+    earned_more,
+    named,
+    phase_log,
+    scored,
+    seconds,
+    untouched_reward,
+)
 from taskloom.validators.probes import Probe, probes_for
 from taskloom.validators.protocol import Evidence, TrialPart
 
@@ -26,17 +33,6 @@ def _part(probes: tuple[Probe, ...]) -> TrialPart:
                                                  mode=0o755),) for p in probes}
     return TrialPart(phases=tuple(Phase(name=key, solution=key) for key in solutions),
                      solutions=solutions)
-
-
-def _forged(phases: list[PhaseResult], floor: float) -> list[PhaseResult]:
-    """The probes that earned more than the untouched environment does (0, or a graded
-    task's partial score)."""
-    return [p for p in phases if p.reward is not None and p.reward > floor]
-
-
-def _floor(evidence: Evidence) -> float:
-    nop = [p.reward for p in named(evidence.trial, "nop") if p.reward is not None]
-    return min(nop[0], 1.0) if nop else 0.0
 
 
 class TamperCheck:
@@ -55,7 +51,8 @@ class TamperCheck:
     def follow_up(self, evidence: Evidence) -> TrialPart | None:
         """When the combined probe earned a reward: every probe alone, to name them."""
         phases = named(evidence.trial, PREFIX)
-        if evidence.config.probes != "combined" or not _forged(phases, _floor(evidence)):
+        floor = untouched_reward(evidence.trial)
+        if evidence.config.probes != "combined" or not earned_more(phases, floor):
             return None
         return _part(probes_for(evidence.task, combined=False))
 
@@ -65,8 +62,8 @@ class TamperCheck:
         if not phases:
             return None
         alone = [p for p in phases if p.name != f"{PREFIX}-all-at-once"]
-        floor = _floor(evidence)
-        forged = _forged(alone, floor) or _forged(phases, floor)
+        floor = untouched_reward(evidence.trial)
+        forged = earned_more(alone, floor) or earned_more(phases, floor)
         spent = seconds(*phases)
         if not forged:
             unread = [p for p in phases if p.reward is None]

@@ -342,11 +342,18 @@ def task_fingerprint(task: Task) -> str:
     """sha256 over everything that defines the task (not its metadata)."""
     digest = hashlib.sha256()
     digest.update(task.instruction.encode())
-    for section in ("environment", "solution", "tests"):
-        for entry in getattr(task, section):
-            digest.update(f"{section}/{entry.path}:{entry.mode}:".encode())
-            digest.update(hashlib.sha256(entry.content).digest())
-    digest.update(json.dumps(task.config.model_dump(mode="json", exclude={"metadata"}),
-                             sort_keys=True).encode())
+    sections = [(task, ("environment", "solution", "tests"))]
+    for step in task.steps:
+        digest.update(f"steps/{step.name}:".encode() + step.instruction.encode())
+        sections.append((step, ("solution", "tests", "workdir")))
+    for owner, names in sections:
+        for section in names:
+            for entry in getattr(owner, section):
+                digest.update(f"{section}/{entry.path}:{entry.mode}:".encode())
+                digest.update(hashlib.sha256(entry.content).digest())
+    config = task.config.model_dump(mode="json", exclude={"metadata"})
+    if not task.steps:  # keys a single-step task leaves unset: its fingerprint stays as it was
+        del config["steps"], config["multi_step_reward_strategy"]
+    digest.update(json.dumps(config, sort_keys=True).encode())
     return digest.hexdigest()
 
