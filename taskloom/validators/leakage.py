@@ -69,8 +69,8 @@ def leakage_verdict(task: Task, image_leaks: tuple[Leak, ...], *, seconds: float
     The image counts when it was built, the answer keys when their probes ran in `trial`;
     the instruction is checked when the expected values are known (generated tasks).
     """
-    keys = candidates(task)
     keyed = earned_more(named(trial, PREFIX), untouched_reward(trial))
+    keys = candidates(task) if keyed else ()  # the scan again only to name a key found
     leaks = (context_leaks(task, prints) + list(image_leaks) +
              instruction_leaks(task, expected_values) +
              [Leak(path=keys[int(p.name.rsplit("-", 1)[1]) - 1],
