@@ -5,10 +5,10 @@ measured in the same run on the same tasks.
                                                        [--kind procedural|shell]
 
 Small tasks. `--kind procedural` (default): single-step procedural tasks at the lowest
-difficulty (the kind a batch run makes by the thousand), checked by pytest, whose start-up
-(~150 ms of CPU per phase here) dominates. `--kind shell`: small tasks made with
-tests/taskfactory.py (sort, uppercase or count a data file) whose test.sh checks the output
-with `cmp`, so the numbers measure the sandboxes rather than pytest.
+difficulty (the kind a batch run makes by the thousand), checked by the hardened test.sh
+(its guard and the check runner: ~0.14 s per phase here). `--kind shell`: small tasks made
+with tests/taskfactory.py (sort, uppercase or count a data file) whose test.sh checks the
+output with `cmp`, so the numbers measure the sandboxes rather than the checks.
 
 The floor (benchmarks/floor.py) runs the same container work with no taskloom logic;
 taskloom runs the protocol the floor imitates (structure, emulated build, nop, oracle x R

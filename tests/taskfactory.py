@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from taskloom.generators.verifier import INI_FILE, PYTEST_INI, TEST_SH
+from taskloom.generators.verifier import TEST_SH
 from taskloom.sandbox.base_image import BASE_IMAGE
 
 NAIVE_TEST_SH = """#!/bin/bash
@@ -70,8 +70,6 @@ def make_task(root: Path, name: str, *, dockerfile: str = DOCKERFILE,
         (folder / "solution" / "solve.sh").chmod(0o755)
     (folder / "tests" / "test.sh").write_text(test_sh)
     (folder / "tests" / "test.sh").chmod(0o755)
-    if test_sh == TEST_SH:
-        (folder / "tests" / INI_FILE).write_text(PYTEST_INI)
     if test_py is not None:
         (folder / "tests" / "test_outputs.py").write_text(test_py)
     return folder

@@ -50,8 +50,10 @@ TASKLOOM = [sys.executable, "-m", "taskloom.cli"]
 # alone, names its tools by their full paths, and refuses those tools (and git, sqlite3,
 # crontab) changed after the start, before it runs any but find (a blind forger's `env`
 # planted in /usr/sbin earned reward 1).
-TASKS_DIGEST = "7a3e0c7f78af26b4fee86f9e6b722994ac8e7b26be0d89b75c71527d316c6dbb"
-HF_EXPORT_DIGEST = "65588b0f4532b6ba4afa08fbd768850caa9aca7a06e3e8cad7f21cae5d255dee"
+# Then (issue 23) test.sh runs the checks with a stdlib check runner instead of pytest
+# and tests/ ships no pytest.ini: only the verifier files changed.
+TASKS_DIGEST = "3f06744e4d41d84fad43430608c443a3e10038460e40cd046be38c998da1a965"
+HF_EXPORT_DIGEST = "088c1b18b78b3ffb068ee0c51d103b4f0d04e172e21cc2def8b30d41358da03e"
 
 
 def test_main_job_dataset_and_hf_export_are_unchanged(tmp_path):

@@ -310,7 +310,7 @@ def test_render_and_read_back_a_draft(blueprint_and_graph):
     assert silent.alternatives == () and silent.mutants == ()  # a blank alternative is none
 
 
-CHECKS = ["import pytest", "from pathlib import Path", "", "", "def helper():", "    return 2",
+CHECKS = ["from pathlib import Path", "", "", "def helper():", "    return 2",
           "", "", "def test_count():", "    assert helper() == 2", "", "",
           "@pytest.mark.parametrize('n', [1])", "def test_format(n):", "    assert n", "", "",
           "class TestExtra:", "    def test_more(self):", "        assert True", "", "",
@@ -329,27 +329,45 @@ def test_checks_without_a_cited_sentence_are_dropped(blueprint_and_graph):
         # come with a file or parentheses
         {"demands": "Count the ERROR lines\n of `/srv/ops/app.log`.",
          "tests": ["test_outputs.py::test_count", "test_missing"]},
-        {"demands": "Write  the number to", "tests": ["TestExtra", "test_count()"]},
+        {"demands": "Write  the number to", "tests": ["test_count()"]},
         {"demands": "Write the result as JSON.", "tests": ["test_format"]},  # fabricated
         {"demands": "number", "tests": ["test_format"]},  # one word cites nothing
     ])
     task = render(answer, blueprint_and_graph)
     pytest_file = task.file("tests", "test_outputs.py").content.decode()
-    assert "def test_count():" in pytest_file and "class TestExtra:" in pytest_file
-    assert "def helper():" in pytest_file and "import pytest" in pytest_file
-    for dropped in ("test_format", "parametrize", "test_uncited", "secret.txt", "/key"):
+    assert "def test_count():" in pytest_file and "def helper():" in pytest_file
+    for dropped in ("test_format", "parametrize", "TestExtra", "test_uncited", "secret.txt",
+                    "/key"):
         assert dropped not in pytest_file
     compile(pytest_file, "test_outputs.py", "exec")
     metadata = task.config.metadata
     assert metadata["requirements"] == [  # the procedural format, the instruction's words
         {"demands": ["Count the ERROR lines of `/srv/ops/app.log`."], "tests": ["test_count"]},
-        {"demands": ["Write the number to"], "tests": ["TestExtra", "test_count"]}]
-    assert metadata["dropped_tests"] == ["test_format", "test_uncited"]
+        {"demands": ["Write the number to"], "tests": ["test_count"]}]
+    assert metadata["dropped_tests"] == ["test_format", "TestExtra", "test_uncited"]
     back = answer_of_task(task, ())
     assert [(r.demands, r.tests) for r in back.requirements] == [
         ("Count the ERROR lines of `/srv/ops/app.log`.", ["test_count"]),
-        ("Write the number to", ["TestExtra", "test_count"])]
+        ("Write the number to", ["test_count"])]
     assert render(back, blueprint_and_graph).tests == task.tests  # nothing more to drop
+
+
+@pytest.mark.parametrize(("lines", "cited", "problem"), [
+    (["import pytest", "def test_count():", "    assert 1"], "test_count",
+     "line 1: imports pytest"),
+    (["def test_count(tmp_path):", "    assert tmp_path"], "test_count",
+     "`test_count` takes arguments"),
+    (["class TestCount:", "    def test_count(self):", "        assert 1"], "TestCount",
+     "class TestCount; checks are top-level"),
+])
+def test_a_kept_check_the_runner_cannot_run_is_refused(blueprint_and_graph, lines, cited,
+                                                       problem):
+    """The verifier runs checks without pytest: a fixture, class or pytest import kept
+    after dropping the uncited checks is refused with the fix, before any sandbox runs."""
+    answer = draft_answer(tests=lines, requirements=[
+        {"demands": "Count the ERROR lines of `/srv/ops/app.log`.", "tests": [cited]}])
+    with pytest.raises(InvalidAnswer, match=problem):
+        render(answer, blueprint_and_graph)
 
 
 @pytest.mark.parametrize(("requirements", "problem"), [

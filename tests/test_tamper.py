@@ -86,8 +86,8 @@ def test_the_readme_probe_table_is_the_library():
 
 
 def test_the_example_task_ships_the_verifier_generated_tasks_ship():
-    """The README tells users to copy the example's test.sh and pytest.ini: they must be
-    the hardened ones, byte for byte, with the example's own checks beside them."""
+    """The README tells users to copy the example's test.sh: it must be the hardened one,
+    byte for byte, with the example's own checks beside it."""
     folder = Path(__file__).resolve().parents[1] / "examples/tasks/rotate-nginx-logs/tests"
     shipped = {f.path: f.content for f in verifier_files("") if f.path != CHECKS_FILE}
     assert sorted(p.name for p in folder.iterdir()) == sorted([*shipped, CHECKS_FILE])

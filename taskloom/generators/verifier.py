@@ -1,4 +1,4 @@
-"""The verifier every generated task ships: tests/test.sh, its pytest.ini and the checks.
+"""The verifier every generated task ships: tests/test.sh and the checks it runs.
 
 Harbor runs tests/test.sh in the agent's environment by default (shared mode), after the
 agent, with whatever the agent left there. So test.sh trusts nothing the agent could have
@@ -19,20 +19,21 @@ planted, in this order:
 3. it runs the checks with /usr/bin/python3 isolated (`-I -S -B`: no site-packages, so
    no .pth, sitecustomize, usercustomize or fake packages from /usr/local), the standard
    library searched first and only where Debian puts it (a build-tree pybuilddir.txt
-   that moves it is refused), then Debian's pytest and no other, in an empty
-   environment (no PYTHON* or PYTEST* variables), with a PATH of /usr/bin alone (no
-   /usr/local or sbin folder, where a shadow `env` would come first), no plugin
-   autoload, no conftest, and the ini file it ships; HOME is a new empty directory and
-   git reads no system or global config (no ~/.sqliterc `.system`, no /etc/gitconfig
-   fsmonitor); git checks also ignore the repository's own config and
-   never enter submodules (`checks.HEADER`);
+   that moves it is refused) and nothing else: the checks are plain `test_*` functions
+   that `RUNNER`, a few dozen lines of the standard library, calls one by one (pytest's
+   start-up cost more than the checks, and its plugins, conftest and ini files are places
+   to plant code), in an empty environment (no PYTHON* variables), with a PATH of
+   /usr/bin alone (no /usr/local or sbin folder, where a shadow `env` would come
+   first); HOME is a new empty directory and git reads no system or global config (no
+   ~/.sqliterc `.system`, no /etc/gitconfig fsmonitor); git checks also ignore the
+   repository's own config and never enter submodules (`checks.HEADER`);
 4. it ends what the checks left running (nothing, unless a check ran a program the
    agent wrote), then writes the reward last: 1 only when every check passed.
 
 Before it runs any tool but find (each by its full path) it also refuses any file of the
 tools it and the checks run (env, mkdir, chmod, rm, mktemp, git, sqlite3, crontab), of
-Python (/usr/bin/python3*, /usr/lib/python3*: the stdlib and Debian's dist-packages with
-pytest), of the shared libraries in /usr/lib/<arch> (libcrypto and OpenSSL's modules, NSS
+Python (/usr/bin/python3*, /usr/lib/python3*: the stdlib and Debian's dist-packages), of
+the shared libraries in /usr/lib/<arch> (libcrypto and OpenSSL's modules, NSS
 modules, glibc's charset converters), of the locales, of the loader's and NSS's
 configuration, or the links to the loader (/lib, /lib64, /usr/lib64) created or changed
 after the container started (a change time cannot be set back): a new module where an
@@ -51,8 +52,90 @@ from __future__ import annotations
 from taskloom.models import TaskFile
 
 CHECKS_FILE = "test_outputs.py"
-INI_FILE = "pytest.ini"
-PYTEST_INI = "[pytest]\n# Shipped with the tests: pytest reads no ini file outside /tests.\n"
+
+# The check runner test.sh starts (inside single quotes: it holds none). The checks are
+# plain `def test_*():` functions with asserts, as pytest collects them, run here by the
+# standard library alone: a test framework's start-up (~0.25 s of imports) is most of the
+# cost of a phase, and every module it imports is one more place an agent could plant
+# code. The output reads like `pytest -q`: a mark per check, each failure's lines in the
+# checks with the values they name, and a `FAILED test_outputs.py::test_x - ...` line.
+RUNNER = """
+import sys
+# The library where Debian puts it (no build-tree pybuilddir.txt or Modules/ moved it).
+version = "%d.%d" % sys.version_info[:2]
+library = ["/usr/lib/python%s.zip" % version.replace(".", ""), "/usr/lib/python" + version,
+           "/usr/lib/python%s/lib-dynload" % version]
+if sys.path != library or sys.prefix != "/usr" or sys.exec_prefix != "/usr":
+    sys.exit("verifier: refusing to judge: Python looks for its library elsewhere: %s"
+             % sys.path)
+import time, traceback, types
+started = time.perf_counter()
+path = "/tests/CHECKS_FILE"
+name = path.rsplit("/", 1)[1]
+
+
+def summary(error):
+    lines = traceback.format_exception_only(type(error), error)
+    return "".join(lines).strip().splitlines()[0][:300] if lines else type(error).__name__
+
+
+def report(error):  # the failing lines of the checks, and the values their names hold
+    lines, shown, last = [], "", None
+    for frame, line in traceback.walk_tb(error.__traceback__):
+        if frame.f_code.co_filename == path:
+            shown = traceback.FrameSummary(path, line, "").line or ""
+            lines.append("%s:%d: in %s\\n    %s" % (name, line, frame.f_code.co_name, shown))
+            last = frame
+    words = "".join(c if c.isalnum() or c == "_" else " " for c in shown).split()
+    lines += ["    %s = %s" % (key, repr(value)[:200])
+              for key, value in (last.f_locals.items() if last else ()) if key in words]
+    return "\\n".join(lines + ["E   " + summary(error)])
+
+
+module = types.ModuleType(name[:-3])
+module.__file__ = path
+sys.modules[module.__name__] = module
+errors, failures, checks = [], [], []
+try:
+    with open(path, "rb") as source:
+        exec(compile(source.read(), path, "exec"), vars(module))
+except BaseException as error:
+    errors.append((None, error))
+for key, value in list(vars(module).items()) if not errors else ():
+    if key.startswith("Test") and isinstance(value, type):
+        errors.append((key, TypeError("checks are top-level functions: class %s is not run"
+                                      % key)))
+    elif key.startswith("test") and isinstance(value, types.FunctionType):
+        checks.append((key, value))
+marks = ""
+for key, check in checks:
+    if check.__code__.co_argcount or check.__code__.co_kwonlyargcount:
+        errors.append((key, TypeError("a check takes no arguments (no pytest fixtures)")))
+        marks += "E"
+        continue
+    try:
+        check()
+        marks += "."
+    except BaseException as error:
+        failures.append((key, error))
+        marks += "F"
+print(marks)
+if errors or failures:
+    print(" FAILURES ".center(80, "="))
+    for key, error in errors + failures:
+        print((" %s " % (key or name)).center(80, "_"))
+        print(report(error))
+    print(" short test summary info ".center(80, "="))
+    for key, error in errors:
+        print("ERROR %s%s - %s" % (name, "::" + key if key else "", summary(error)))
+    for key, error in failures:
+        print("FAILED %s::%s - %s" % (name, key, summary(error)))
+counts = [(len(failures), "failed"), (marks.count("."), "passed"),
+          (len(errors), "error" if len(errors) == 1 else "errors")]
+print(", ".join("%d %s" % count for count in counts if count[0]) or "no checks ran",
+      "in %.2fs" % (time.perf_counter() - started))
+sys.exit(1 if errors or failures or not checks else 0)
+""".replace("CHECKS_FILE", CHECKS_FILE)
 
 TEST_SH = f"""#!/bin/bash
 # The task's verifier (written by taskloom): reward 1 only when every check passes, with
@@ -109,8 +192,8 @@ done
 
 # 2. Nothing this script or the checks run or load may have been created or changed since
 #    the container started (a change time cannot be set back; the image's files predate
-#    PID 1): the tools below, Python (interpreter, stdlib, Debian's dist-packages with
-#    pytest), the shared libraries (libc, libcrypto that hashlib loads, and what they load
+#    PID 1): the tools below, Python (interpreter, stdlib, Debian's dist-packages), the
+#    shared libraries (libc, libcrypto that hashlib loads, and what they load
 #    in turn: OpenSSL's providers and engines, NSS modules, glibc's charset converters,
 #    through which Python decodes its arguments), the locales, the loader's and NSS's
 #    configuration, and the links every program's loader path runs through
@@ -140,8 +223,8 @@ for file in /usr/lib/python3*.zip /usr/bin/pyvenv.cfg /usr/pyvenv.cfg \\
   [ -e "$file" ] || [ -L "$file" ] && startup="$startup $file"
 done
 # 3. /tests must hold exactly what the task shipped, as regular files.
-strange=$(cd /tests && /usr/bin/find . -mindepth 1 ! \\( -type f \\( -path ./{INI_FILE} \\
-  -o -path ./test.sh -o -path ./{CHECKS_FILE} \\) \\) -printf ' %P' 2>/dev/null)
+strange=$(cd /tests && /usr/bin/find . -mindepth 1 ! \\( -type f \\( -path ./test.sh \\
+  -o -path ./{CHECKS_FILE} \\) \\) -printf ' %P' 2>/dev/null)
 
 [ -d /logs/verifier ] || /usr/bin/mkdir -p /logs/verifier
 reward=0 passed= home=
@@ -165,31 +248,14 @@ elif [ -n "$startup" ]; then
 #    OpenSSL configuration (libcrypto reads /etc/ssl/openssl.cnf, which may load a module).
 elif cd /tests && /usr/bin/env -i HOME="$home" LANG=C.UTF-8 PATH="$PATH" GIT_CONFIG_NOSYSTEM=1 \\
     OPENSSL_CONF=/dev/null \\
-    GIT_CONFIG_GLOBAL=/dev/null GIT_ATTR_NOSYSTEM=1 PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 \\
-    /usr/bin/python3 -I -S -B -c '
-import sys
-# The library where Debian puts it (no build-tree pybuilddir.txt or Modules/ moved it),
-# then Debian pytest (nothing of /usr/local), and pytest found there.
-version = "%d.%d" % sys.version_info[:2]
-library = ["/usr/lib/python%s.zip" % version.replace(".", ""), "/usr/lib/python" + version,
-           "/usr/lib/python%s/lib-dynload" % version]
-if sys.path != library or sys.prefix != "/usr" or sys.exec_prefix != "/usr":
-    sys.exit("verifier: refusing to judge: Python looks for its library elsewhere: %s"
-             % sys.path)
-sys.path.append("/usr/lib/python3/dist-packages")
-import pytest
-if not pytest.__file__.startswith("/usr/lib/python3/dist-packages/"):
-    sys.exit("verifier: refusing to judge: pytest is not Debian pytest: " + pytest.__file__)
-sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", "--noconftest", "-c",
-                      "/tests/{INI_FILE}", "--rootdir", "/tests", "-o",
-                      "console_output_style=classic", "/tests/{CHECKS_FILE}"]))
-' > /logs/verifier/pytest.txt 2>&1; then
+    GIT_CONFIG_GLOBAL=/dev/null GIT_ATTR_NOSYSTEM=1 \\
+    /usr/bin/python3 -I -S -B -c '{RUNNER}' > /logs/verifier/checks.txt 2>&1; then
   passed=1
 fi
 sweep  # what a check left running could rewrite the reward: it must leave nothing
 if [ -n "$strays" ]; then say "processes were left running during the checks:$strays"
 elif [ -n "$passed" ]; then reward=1; fi
-[ -f /logs/verifier/pytest.txt ] && echo "$(< /logs/verifier/pytest.txt)"
+[ -f /logs/verifier/checks.txt ] && echo "$(< /logs/verifier/checks.txt)"
 [ -n "$home" ] && /usr/bin/rm -rf "$home"
 
 # 5. The reward, last.
@@ -204,7 +270,6 @@ exit 0
 
 
 def verifier_files(checks: str) -> tuple[TaskFile, ...]:
-    """tests/ of a generated task: the hardened test.sh, its pytest.ini and `checks`."""
-    return (TaskFile(path=INI_FILE, content=PYTEST_INI.encode()),
-            TaskFile(path="test.sh", content=TEST_SH.encode(), mode=0o755),
+    """tests/ of a generated task: the hardened test.sh and `checks`."""
+    return (TaskFile(path="test.sh", content=TEST_SH.encode(), mode=0o755),
             TaskFile(path=CHECKS_FILE, content=checks.encode()))

@@ -81,7 +81,7 @@ class TaskRow(Frozen):
                     "other correct solutions; mutants/*.sh: wrong ones that must earn 0), "
                     "by path.")
     test_files: tuple[FileEntry, ...] = Field(
-        description="tests/ files (test.sh and the pytest checks), by path.")
+        description="tests/ files (test.sh and the checks), by path.")
     solution_commands: int = Field(description="Commands in solve.sh (action complexity).")
     solution_tools: tuple[str, ...] = Field(description="Distinct programs solve.sh runs.")
     verdicts: tuple[VerdictSummary, ...] = Field(

@@ -142,7 +142,8 @@ def cited_tests(answer: DraftAnswer) -> tuple[str, list[dict[str, list[str]]], l
     `[{"demands": [quote], "tests": [names]}]`.
 
     Raises:
-        InvalidAnswer: The pytest file does not parse, or no check is cited.
+        InvalidAnswer: The pytest file does not parse, no check is cited, or a kept one
+            needs pytest (`_standalone`).
     """
     source = _text(answer.tests)
     checks = _checks(source)
@@ -165,7 +166,9 @@ def cited_tests(answer: DraftAnswer) -> tuple[str, list[dict[str, list[str]]], l
         raise InvalidAnswer(_uncited(checks, unquoted, unknown))
     dropped = [name for name in checks if name not in cited]
     gone = [lines for name in dropped for lines in checks[name]]
-    return _without(source, gone), requirements, dropped
+    kept = _without(source, gone)
+    _standalone(ast.parse(kept))
+    return kept, requirements, dropped
 
 
 def _checks(source: str) -> dict[str, list[tuple[int, int]]]:
@@ -189,6 +192,34 @@ def _checks(source: str) -> dict[str, list[tuple[int, int]]]:
             start = min([node.lineno, *(d.lineno for d in node.decorator_list)]) - 1
             checks.setdefault(node.name, []).append((start, node.end_lineno or node.lineno))
     return checks
+
+
+def _standalone(tree: ast.Module) -> None:
+    """Refuse what the verifier's check runner cannot run (it is not pytest: no fixtures).
+
+    Raises:
+        InvalidAnswer: A check takes arguments, is a class or a coroutine, or the file
+            imports pytest.
+    """
+    for node in ast.walk(tree):
+        names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else \
+            [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+        if any(name.split(".")[0] in ("pytest", "_pytest") for name in names):
+            raise InvalidAnswer(f"tests: line {node.lineno}: imports pytest; the checks run "
+                                "without it: use plain `assert` statements")
+    for node in tree.body:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
+            raise InvalidAnswer(f"tests: line {node.lineno}: class {node.name}; checks are "
+                                "top-level `def test_...():` functions")
+        if not node.name.startswith("test") or isinstance(node, ast.ClassDef):
+            continue
+        if isinstance(node, ast.AsyncFunctionDef) or node.args.args or \
+                node.args.kwonlyargs or node.args.vararg or node.args.kwarg:
+            raise InvalidAnswer(f"tests: line {node.lineno}: `{node.name}` takes arguments "
+                                "or is async; a check is a plain `def test_...():` with no "
+                                "arguments (no pytest fixtures: build what it needs inside)")
 
 
 def _uncited(checks: dict[str, list[tuple[int, int]]], unquoted: list[str],

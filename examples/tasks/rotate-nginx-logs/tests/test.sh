@@ -53,8 +53,8 @@ done
 
 # 2. Nothing this script or the checks run or load may have been created or changed since
 #    the container started (a change time cannot be set back; the image's files predate
-#    PID 1): the tools below, Python (interpreter, stdlib, Debian's dist-packages with
-#    pytest), the shared libraries (libc, libcrypto that hashlib loads, and what they load
+#    PID 1): the tools below, Python (interpreter, stdlib, Debian's dist-packages), the
+#    shared libraries (libc, libcrypto that hashlib loads, and what they load
 #    in turn: OpenSSL's providers and engines, NSS modules, glibc's charset converters,
 #    through which Python decodes its arguments), the locales, the loader's and NSS's
 #    configuration, and the links every program's loader path runs through
@@ -84,8 +84,8 @@ for file in /usr/lib/python3*.zip /usr/bin/pyvenv.cfg /usr/pyvenv.cfg \
   [ -e "$file" ] || [ -L "$file" ] && startup="$startup $file"
 done
 # 3. /tests must hold exactly what the task shipped, as regular files.
-strange=$(cd /tests && /usr/bin/find . -mindepth 1 ! \( -type f \( -path ./pytest.ini \
-  -o -path ./test.sh -o -path ./test_outputs.py \) \) -printf ' %P' 2>/dev/null)
+strange=$(cd /tests && /usr/bin/find . -mindepth 1 ! \( -type f \( -path ./test.sh \
+  -o -path ./test_outputs.py \) \) -printf ' %P' 2>/dev/null)
 
 [ -d /logs/verifier ] || /usr/bin/mkdir -p /logs/verifier
 reward=0 passed= home=
@@ -109,31 +109,90 @@ elif [ -n "$startup" ]; then
 #    OpenSSL configuration (libcrypto reads /etc/ssl/openssl.cnf, which may load a module).
 elif cd /tests && /usr/bin/env -i HOME="$home" LANG=C.UTF-8 PATH="$PATH" GIT_CONFIG_NOSYSTEM=1 \
     OPENSSL_CONF=/dev/null \
-    GIT_CONFIG_GLOBAL=/dev/null GIT_ATTR_NOSYSTEM=1 PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 \
+    GIT_CONFIG_GLOBAL=/dev/null GIT_ATTR_NOSYSTEM=1 \
     /usr/bin/python3 -I -S -B -c '
 import sys
-# The library where Debian puts it (no build-tree pybuilddir.txt or Modules/ moved it),
-# then Debian pytest (nothing of /usr/local), and pytest found there.
+# The library where Debian puts it (no build-tree pybuilddir.txt or Modules/ moved it).
 version = "%d.%d" % sys.version_info[:2]
 library = ["/usr/lib/python%s.zip" % version.replace(".", ""), "/usr/lib/python" + version,
            "/usr/lib/python%s/lib-dynload" % version]
 if sys.path != library or sys.prefix != "/usr" or sys.exec_prefix != "/usr":
     sys.exit("verifier: refusing to judge: Python looks for its library elsewhere: %s"
              % sys.path)
-sys.path.append("/usr/lib/python3/dist-packages")
-import pytest
-if not pytest.__file__.startswith("/usr/lib/python3/dist-packages/"):
-    sys.exit("verifier: refusing to judge: pytest is not Debian pytest: " + pytest.__file__)
-sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", "--noconftest", "-c",
-                      "/tests/pytest.ini", "--rootdir", "/tests", "-o",
-                      "console_output_style=classic", "/tests/test_outputs.py"]))
-' > /logs/verifier/pytest.txt 2>&1; then
+import time, traceback, types
+started = time.perf_counter()
+path = "/tests/test_outputs.py"
+name = path.rsplit("/", 1)[1]
+
+
+def summary(error):
+    lines = traceback.format_exception_only(type(error), error)
+    return "".join(lines).strip().splitlines()[0][:300] if lines else type(error).__name__
+
+
+def report(error):  # the failing lines of the checks, and the values their names hold
+    lines, shown, last = [], "", None
+    for frame, line in traceback.walk_tb(error.__traceback__):
+        if frame.f_code.co_filename == path:
+            shown = traceback.FrameSummary(path, line, "").line or ""
+            lines.append("%s:%d: in %s\n    %s" % (name, line, frame.f_code.co_name, shown))
+            last = frame
+    words = "".join(c if c.isalnum() or c == "_" else " " for c in shown).split()
+    lines += ["    %s = %s" % (key, repr(value)[:200])
+              for key, value in (last.f_locals.items() if last else ()) if key in words]
+    return "\n".join(lines + ["E   " + summary(error)])
+
+
+module = types.ModuleType(name[:-3])
+module.__file__ = path
+sys.modules[module.__name__] = module
+errors, failures, checks = [], [], []
+try:
+    with open(path, "rb") as source:
+        exec(compile(source.read(), path, "exec"), vars(module))
+except BaseException as error:
+    errors.append((None, error))
+for key, value in list(vars(module).items()) if not errors else ():
+    if key.startswith("Test") and isinstance(value, type):
+        errors.append((key, TypeError("checks are top-level functions: class %s is not run"
+                                      % key)))
+    elif key.startswith("test") and isinstance(value, types.FunctionType):
+        checks.append((key, value))
+marks = ""
+for key, check in checks:
+    if check.__code__.co_argcount or check.__code__.co_kwonlyargcount:
+        errors.append((key, TypeError("a check takes no arguments (no pytest fixtures)")))
+        marks += "E"
+        continue
+    try:
+        check()
+        marks += "."
+    except BaseException as error:
+        failures.append((key, error))
+        marks += "F"
+print(marks)
+if errors or failures:
+    print(" FAILURES ".center(80, "="))
+    for key, error in errors + failures:
+        print((" %s " % (key or name)).center(80, "_"))
+        print(report(error))
+    print(" short test summary info ".center(80, "="))
+    for key, error in errors:
+        print("ERROR %s%s - %s" % (name, "::" + key if key else "", summary(error)))
+    for key, error in failures:
+        print("FAILED %s::%s - %s" % (name, key, summary(error)))
+counts = [(len(failures), "failed"), (marks.count("."), "passed"),
+          (len(errors), "error" if len(errors) == 1 else "errors")]
+print(", ".join("%d %s" % count for count in counts if count[0]) or "no checks ran",
+      "in %.2fs" % (time.perf_counter() - started))
+sys.exit(1 if errors or failures or not checks else 0)
+' > /logs/verifier/checks.txt 2>&1; then
   passed=1
 fi
 sweep  # what a check left running could rewrite the reward: it must leave nothing
 if [ -n "$strays" ]; then say "processes were left running during the checks:$strays"
 elif [ -n "$passed" ]; then reward=1; fi
-[ -f /logs/verifier/pytest.txt ] && echo "$(< /logs/verifier/pytest.txt)"
+[ -f /logs/verifier/checks.txt ] && echo "$(< /logs/verifier/checks.txt)"
 [ -n "$home" ] && /usr/bin/rm -rf "$home"
 
 # 5. The reward, last.
