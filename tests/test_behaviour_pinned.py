@@ -52,8 +52,12 @@ TASKLOOM = [sys.executable, "-m", "taskloom.cli"]
 # planted in /usr/sbin earned reward 1).
 # Then (issue 23) test.sh runs the checks with a stdlib check runner instead of pytest
 # and tests/ ships no pytest.ini: only the verifier files changed.
-TASKS_DIGEST = "3f06744e4d41d84fad43430608c443a3e10038460e40cd046be38c998da1a965"
-HF_EXPORT_DIGEST = "088c1b18b78b3ffb068ee0c51d103b4f0d04e172e21cc2def8b30d41358da03e"
+# Then (the tasks digest the same in two runs) a last step at strictness 1, whose checks
+# compare lines in any order, says "in any order" instead of stating an order nothing
+# checks, and a step that a later step reads compares its lines in order at every
+# strictness.
+TASKS_DIGEST = "873ba4e8fc56e1ee4808e37279545911bfc90379e237e686445943b3213314d7"
+HF_EXPORT_DIGEST = "b23e156852a4949d5c3670d301759b5a2ffb2ae787e4c946215e4d23b3f7b749"
 
 
 def test_main_job_dataset_and_hf_export_are_unchanged(tmp_path):

@@ -270,3 +270,25 @@ def test_a_leading_dot_slash_is_free_unless_exact_bytes_or_a_later_step_need_bar
     first = tests.split("def test_")[1]  # the check of the paths that step 1 writes
     assert ("leading `./`" not in task.instruction) is free
     assert ("'paths')" in first) is free
+
+
+@pytest.mark.parametrize(("path", "strictness", "free"), [
+    (("files.find_by_extension",), 1, True),
+    (("files.find_by_extension",), 2, False),
+    (("files.find_by_extension", "text.filter_lines"), 1, False),  # a later step reads it
+])
+def test_the_instruction_demands_an_order_exactly_where_the_checks_compare_it(
+        path, strictness, free):
+    """An order the checks do not see must not be stated: a solution ignoring it would earn
+    the reward, and one honouring it would do work nobody asked to measure."""
+    difficulty = difficulty_for(0).model_copy(update={"strictness": strictness,
+                                                      "steps": len(path)})
+    for seed in range(3):
+        task = ProceduralGenerator(GRAPH).generate(
+            blueprint_for(GRAPH, path, seed=seed, difficulty=difficulty)).task
+        tests = task.file("tests", "test_outputs.py").content.decode()
+        first = tests.split("def test_")[1]  # the check of the list that step 1 writes
+        cited = re.search(r"# The instruction demands: (.*)", first).group(1)
+        assert ("'set'" in first) is free
+        assert ("in any order" in cited) is free
+        assert bool(re.search(r"sort|byte value", cited)) is not free

@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import re
 
+from taskloom import pysource
 from taskloom.generators.verifier import TEST_SH
 from taskloom.models import Task, TaskFile
 from taskloom.validators.probes import named_paths, paths_in
@@ -63,7 +64,7 @@ def _read_paths(entry: TaskFile) -> list[str]:
     if not entry.path.endswith(".py"):
         return paths_in(text)
     try:
-        tree = ast.parse(text)
+        tree = pysource.parse(text)
     except SyntaxError:
         return paths_in(text)
     written = set()

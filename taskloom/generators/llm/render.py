@@ -21,6 +21,7 @@ import posixpath
 import re
 from typing import Any
 
+from taskloom import pysource
 from taskloom.errors import InvalidAnswer
 from taskloom.generators.llm.answers import (
     DraftAnswer,
@@ -167,7 +168,7 @@ def cited_tests(answer: DraftAnswer) -> tuple[str, list[dict[str, list[str]]], l
     dropped = [name for name in checks if name not in cited]
     gone = [lines for name in dropped for lines in checks[name]]
     kept = _without(source, gone)
-    _standalone(ast.parse(kept))
+    _standalone(pysource.parse(kept))
     return kept, requirements, dropped
 
 
@@ -180,7 +181,7 @@ def _checks(source: str) -> dict[str, list[tuple[int, int]]]:
         InvalidAnswer: The file is not valid Python.
     """
     try:
-        tree = ast.parse(source)
+        tree = pysource.parse(source)
     except SyntaxError as exc:
         raise InvalidAnswer(f"tests: line {exc.lineno}: {exc.msg}; the pytest file must be "
                             "valid Python") from exc

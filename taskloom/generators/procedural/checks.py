@@ -5,7 +5,8 @@ validation check of a whole task). Expected values are computed by primitives at
 generation time; an assertion only embeds them.
 
 `compare` for text follows the task's output strictness:
-- `set`: lines compared as a multiset, whitespace at line ends ignored (strictness 1);
+- `set`: lines compared as a multiset, whitespace at line ends ignored (strictness 1, on a
+  last step whose instruction says "in any order");
 - `lines`: same lines in the same order, whitespace at line ends ignored (strictness 2);
 - `exact`: the exact bytes, final newline included (strictness 3).
 `form` says what else the instruction leaves free below `exact`: `csv` compares the rows

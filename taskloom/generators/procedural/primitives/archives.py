@@ -377,11 +377,12 @@ def list_members(ctx: StepContext, source) -> StepResult:
            "`a/b`)" if strip else "exactly as stored in the archive")
     sentence = ctx.phrase([
         f"List the files inside {archive.phrase} in `{out}`: one member name per line, "
-        f"{fmt}, directories left out, sorted in byte order.",
+        f"{fmt}, directories left out, {ctx.order('sorted in byte order')}.",
         f"Write to `{out}` the names of the regular files stored in {archive.phrase} "
-        f"(no directory entries), {fmt}, one per line in C-locale sort order.",
+        f"(no directory entries), {fmt}, one per line {ctx.order('in C-locale sort order')}.",
         f"Without extracting it, record which files {archive.phrase} contains: `{out}` gets "
-        f"one line per file member, {fmt}, sorted by byte value; skip directory entries.",
+        f"one line per file member, {fmt}, {ctx.order('sorted by byte value')}; skip directory "
+        "entries.",
     ]) + ctx.hint("unzip -Z1" if archive.format == "zip" else "tar -tf")
     lister = (f"unzip -Z1 {q(archive.path)}" if archive.format == "zip"
               else f"tar -tf {q(archive.path)}")

@@ -151,13 +151,25 @@ class StepContext:
         return self.rng.randint(low, high)
 
     def compare(self, *, order_matters: bool = False) -> Compare:
-        """Text comparison mode for the output strictness level."""
+        """Text comparison mode for the output strictness level.
+
+        Line order is free (`set`) only at strictness 1 on the last step: a later step
+        reads an earlier output, and its result may depend on the order.
+        """
         level = self.difficulty.strictness
         if level == 3:
             return "exact"
-        if level == 2 or order_matters:
+        if level == 2 or order_matters or not self.final:
             return "lines"
         return "set"
+
+    def order(self, words: str) -> str:
+        """The instruction's words on line order.
+
+        `words` (such as "sorted in byte order") where the checks compare the order, else
+        "in any order": an order the checks do not see must not be demanded.
+        """
+        return words if self.compare() != "set" else "in any order"
 
     def output_path(self, stem: str, ext: str, directory: str | None = None) -> str:
         """A fresh output path; at edge-case level 3 names get spaces and non-ASCII."""

@@ -288,11 +288,12 @@ def find_by_extension(ctx: StepContext, source) -> StepResult:
     out = ctx.output_path("by-extension", "txt")
     sentence = ctx.phrase([
         f"List every file below {tree.phrase} (searching all subfolders) whose name ends in "
-        f"{words} in `{out}`, one per line, {where}, sorted in byte order.",
+        f"{words} in `{out}`, one per line, {where}, {ctx.order('sorted in byte order')}.",
         f"Find all {words} files in {tree.phrase}, recursively, and write them to `{out}` "
-        f"{where}, one per line, in C-locale sort order.",
+        f"{where}, one per line, {ctx.order('in C-locale sort order')}.",
         f"Write to `{out}` the recursive list of files of {tree.phrase} with the extension "
-        f"{words} (case-sensitive), one path per line {where}, sorted by byte value.",
+        f"{words} (case-sensitive), one path per line {where}, "
+        f"{ctx.order('sorted by byte value')}.",
     ]) + ctx.hint("find -name '*.ext' -printf")
     fmt = "%p\\n" if absolute else "%P\\n"
     compare = ctx.compare()

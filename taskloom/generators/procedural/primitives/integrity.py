@@ -133,7 +133,7 @@ def verify_manifest(ctx: StepContext, source) -> StepResult:
     fmt = (f"{which}, `PATH: STATUS`, where PATH is written as in the manifest and STATUS "
            "is " + ("" if only_problems else "`OK` when the file's sha256 matches, ") +
            "`FAILED` when the file exists but its content differs, or `MISSING` when the "
-           "file does not exist; lines sorted in byte order")
+           f"file does not exist; lines {ctx.order('sorted in byte order')}")
     sentence = ctx.phrase([
         f"Check the files against {source.phrase}{where} and write the result to `{out}`: "
         f"{fmt}.",

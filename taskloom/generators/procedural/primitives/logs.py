@@ -253,11 +253,11 @@ def count_by_level(ctx: StepContext, source) -> StepResult:
     out = ctx.output_path("level-counts", "txt")
     sentence = ctx.phrase([
         f"Count the records of each log level in {log.phrase} and write `LEVEL COUNT` lines "
-        f"to `{out}`, sorted by level name.",
+        f"to `{out}`, {ctx.order('sorted by level name')}.",
         f"Write to `{out}` how many records {log.phrase} has per level: one `LEVEL COUNT` line "
-        "per level, levels in alphabetical order.",
+        f"per level, {ctx.order('levels in alphabetical order')}.",
         f"Produce `{out}` with a line `LEVEL COUNT` for every level present in {log.phrase}, "
-        "ordered alphabetically by level.",
+        f"{ctx.order('ordered alphabetically by level')}.",
     ]) + ctx.hint("awk and sort | uniq -c")
     return _count_report(
         ctx, log, counts, out=out, sentence=sentence,
@@ -540,11 +540,11 @@ def status_summary(ctx: StepContext, source) -> StepResult:
     out = ctx.output_path("status-counts", "txt")
     sentence = ctx.phrase([
         f"Count the requests per HTTP status code in {log.phrase} and write `STATUS COUNT` "
-        f"lines to `{out}`, status codes ascending.",
+        f"lines to `{out}`, {ctx.order('status codes ascending')}.",
         f"Summarize {log.phrase} by response status into `{out}`: one `STATUS COUNT` line per "
-        "status code, in ascending numeric order.",
+        f"status code, {ctx.order('in ascending numeric order')}.",
         f"Write to `{out}` how many requests of {log.phrase} ended with each HTTP status, as "
-        "`STATUS COUNT`, ordered by status code.",
+        f"`STATUS COUNT`, {ctx.order('ordered by status code')}.",
     ]) + ctx.hint("the status is field 9")
     return _count_report(
         ctx, log, counts, out=out, sentence=sentence,
@@ -745,14 +745,14 @@ def error_summary(ctx: StepContext, source) -> StepResult:
     out = ctx.output_path("errors-per-service", "txt")
     sentence = ctx.phrase([
         f"For each log in {logs.phrase}, count its ERROR records and write `SERVICE COUNT` "
-        f"to `{out}` (SERVICE is the file name without `.log`), services in alphabetical "
-        "order, zero counts included.",
+        f"to `{out}` (SERVICE is the file name without `.log`), "
+        f"{ctx.order('services in alphabetical order')}, zero counts included.",
         f"Write `{out}` with one `SERVICE COUNT` line per *.log file of `{logs.path}`: the service "
-        "is the file name minus `.log`, COUNT its number of ERROR records; alphabetical "
-        "order, include services with 0.",
+        "is the file name minus `.log`, COUNT its number of ERROR records; "
+        f"{ctx.order('alphabetical order')}, include services with 0.",
         f"Report how many ERROR records each service logged: `SERVICE COUNT` lines in `{out}` "
         f"for every .log file in `{logs.path}` (SERVICE: the file name without `.log`), "
-        "sorted by service name, zeros included.",
+        f"{ctx.order('sorted by service name')}, zeros included.",
     ]) + ctx.hint("a for loop with awk | wc -l")
 
     def counted(select: str, after: str = "") -> str:

@@ -417,9 +417,11 @@ def find_world_writable(ctx: StepContext, source) -> StepResult:
     if relative:
         layout = (f"one line per file: its permission bits in octal as `stat -c %a` prints "
                   f"them (like `666`), a space, then its path relative to {tree.path}"
-                  f"{ctx.bare(' (no leading `./`)')}; lines sorted by path in byte order")
+                  f"{ctx.bare(' (no leading `./`)')}; lines "
+                  f"{ctx.order('sorted by path in byte order')}")
     else:
-        layout = "the absolute path of each such file, one per line, sorted in byte order"
+        layout = ("the absolute path of each such file, one per line, "
+                  f"{ctx.order('sorted in byte order')}")
     solution = listing()
     compare = ctx.compare()
     wrong = [  # (name, stated, solution ignoring it, the lines it writes)

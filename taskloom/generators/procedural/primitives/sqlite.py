@@ -320,17 +320,18 @@ def group_by(ctx: StepContext, source) -> StepResult:
                  f"`{group.name}` in byte order")
     else:
         order = f"ordered by `{group.name}` in byte order"
+    stated = order if by_value else ctx.order(order)
     out = ctx.output_path(f"{function.lower()}-per-{group.name}", "txt")
     sentence = ctx.phrase([
         f"Query {_where(db)} for the {what} per `{group.name}` and write the result to "
         f"`{out}`: one line per `{group.name}` value, formatted `VALUE|RESULT` (sqlite3's "
-        f"default list output), the result {fmt}, {order}.",
+        f"default list output), the result {fmt}, {stated}.",
         f"Write to `{out}` the {what} for each `{group.name}` of {_where(db)}: one "
         f"`VALUE|RESULT` line per group (the `{group.name}`, a `|`, then the result), the "
-        f"result {fmt}, {order}.",
+        f"result {fmt}, {stated}.",
         f"Aggregate {_where(db)} by `{group.name}` and save the {what} of each group to "
-        f"`{out}` as `VALUE|RESULT` lines (the result {fmt}), {order}.",
-    ]) + ctx.hint("sqlite3 with GROUP BY and ORDER BY")
+        f"`{out}` as `VALUE|RESULT` lines (the result {fmt}), {stated}.",
+    ]) + ctx.hint("sqlite3 with GROUP BY" + (" and ORDER BY" if stated == order else ""))
     column = ident(group.name)
     if field:
         raw = f"{function}({ident(field.name)})"
