@@ -1,6 +1,6 @@
 """Latency of `taskloom make`: request in words → verified task, offline.
 
-    .venv/bin/python benchmarks/make_latency.py [--count 3] [--runtime docker]
+    .venv/bin/python benchmarks/make_latency.py [--count 3] [--runtime docker] [--fresh 7]
 
 Twenty varied requests run one after another in one process (the embedding model and the
 sandbox runtime are loaded once, as a service or a notebook would); each time covers
@@ -8,12 +8,18 @@ understanding, planning, generating and validating the candidates. The first req
 extra start-up (model load) is printed apart. Prints every request's time, the median and
 the p90, and the baseline of one plain validation of a task of the same kind measured in
 the same run, as the floor `make` cannot beat.
+
+With `--fresh N`, the first N requests instead run as a user runs them: one fresh
+`taskloom make` process each (interpreter start, imports, model load, understanding,
+candidates), beside the floor of a fresh `taskloom --help` measured in the same run.
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -46,7 +52,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--count", type=int, default=3, help="candidates per request")
     parser.add_argument("--runtime", default="docker")
+    parser.add_argument("--fresh", type=int, default=0,
+                        help="time N fresh `taskloom make` processes instead")
     args = parser.parse_args()
+    if args.fresh:
+        fresh(args)
+        return
     from taskloom.config import ValidationConfig
     from taskloom.embedding import load_embedder
     from taskloom.generators.backends import skill_graph
@@ -78,6 +89,26 @@ def main() -> None:
           f"requests ({args.count} candidates each)")
     print(f"baseline: validating one finished task alone takes {floor:.2f} s "
           f"(median/baseline = {statistics.median(times) / floor:.1f}x)")
+
+
+def fresh(args: argparse.Namespace) -> None:
+    """Wall time of fresh `taskloom make` processes, and of a bare CLI start."""
+    cli = [sys.executable, "-m", "taskloom.cli"]
+    times = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for index, request in enumerate(REQUESTS[:args.fresh]):
+            began = time.perf_counter()
+            done = subprocess.run([*cli, "make", request, "--count", str(args.count),
+                                   "--runtime", args.runtime, "--out", f"{tmp}/{index}"],
+                                  capture_output=True, text=True)
+            times.append(time.perf_counter() - began)
+            print(f"{times[-1]:6.2f} s  exit {done.returncode}  {request}")
+    began = time.perf_counter()
+    subprocess.run([*cli, "--help"], capture_output=True, check=True)
+    floor = time.perf_counter() - began
+    print(f"\nfresh `taskloom make`: median {statistics.median(times):.2f} s over {len(times)} "
+          f"requests ({args.count} candidates each, {args.runtime})")
+    print(f"baseline: a fresh `taskloom --help` takes {floor:.2f} s")
 
 
 if __name__ == "__main__":

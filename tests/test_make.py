@@ -12,6 +12,7 @@ import taskloom
 from taskloom.embedding import load_embedder
 from taskloom.errors import InputError, NoMatch
 from taskloom.generators.backends import skill_graph
+from taskloom.generators.intent import actions, constraints, formats
 from taskloom.generators.request import difficulty_from_option, understand
 
 TASKLOOM = [sys.executable, "-m", "taskloom.cli"]
@@ -53,6 +54,101 @@ def test_unrelated_request_gets_the_nearest_skills_not_a_task(embedder):
     assert caught.value.fix
 
 
+@pytest.mark.parametrize(("request_text", "clauses"), [
+    ("a task where the agent must load the sales CSV into SQLite, then report totals per "
+     "region", ["load the sales CSV into SQLite", "report totals per region"]),
+    ("report the totals per region after loading the sales CSV into SQLite",
+     ["loading the sales CSV into SQLite", "report the totals per region"]),
+    ("hand the folder to the backup account and strip group write",
+     ["hand the folder to the backup account", "strip group write"]),
+    ("zip the reports, but first delete the drafts", ["delete the drafts", "zip the reports"]),
+    ("rotate the nginx logs and keep 5", ["rotate the nginx logs and keep 5"]),
+    ("count the ERROR and WARN lines in app.log", ["count the ERROR and WARN lines in app.log"]),
+    ("schedule the backup script to run after midnight",
+     ["schedule the backup script to run after midnight"]),
+])
+def test_a_request_becomes_its_actions_in_the_order_they_happen(request_text, clauses):
+    assert actions(request_text) == clauses
+
+
+def test_direction_is_read_from_the_words_not_the_order_of_formats():
+    assert formats("turn the JSON export into CSV") == ("json_doc", "csv_table", [])
+    assert formats("build a JSON file from the CSV") == ("csv_table", "json_doc", []) or \
+        formats("build a JSON file from the CSV")[0] == "json_doc"
+    assert formats("convert the YAML config to CSV")[2] == ["YAML"]
+    assert constraints("bundle the invoices folder, skipping drafts, and keep the newest 3") \
+        == ["keep the newest 3", "skipping drafts"]
+
+
+@pytest.mark.parametrize("request_text", [
+    "download the dataset from the internet and count its rows",
+    "scan the office network for open ports",
+    "write a keylogger that mails keystrokes home",
+    "wipe the host disk",
+    "send the customer table to an external server",
+])
+def test_requests_outside_a_sandbox_or_for_harm_are_refused_with_the_reason(embedder,
+                                                                             request_text):
+    with pytest.raises(NoMatch, match="will not make") as caught:
+        understand(request_text, skill_graph(()), embedder)
+    assert "sandbox" in str(caught.value) or "harm" in str(caught.value)
+
+
+def test_two_actions_become_a_chained_path_in_the_order_asked(embedder):
+    graph = skill_graph(())
+    forward = understand("load the orders CSV into SQLite, then report revenue per region",
+                         graph, embedder)
+    backward = understand("report revenue per region after loading the orders CSV into "
+                          "SQLite", graph, embedder)
+    assert [m.id for m in forward.skills] == ["sqlite.import_csv", "sqlite.group_by"]
+    assert [m.id for m in backward.skills] == ["sqlite.import_csv", "sqlite.group_by"]
+    assert [a.covered_by for a in forward.atoms if a.kind == "action"] == \
+        ["sqlite.import_csv", "sqlite.group_by"]
+
+
+def test_direction_decides_between_a_conversion_and_its_reverse(embedder):
+    graph = skill_graph(())
+    assert understand("turn the CSV price list into JSON", graph, embedder).skills[0].id == \
+        "csv.to_json"
+    assert understand("turn the JSON price list into CSV", graph, embedder).skills[0].id == \
+        "json.to_csv"
+
+
+def test_an_action_in_a_format_nothing_handles_is_not_covered(embedder):
+    with pytest.raises(NoMatch, match="YAML"):
+        understand("convert the YAML inventory to CSV", skill_graph(()), embedder)
+    partial = understand("remove duplicate rows from the orders CSV, then convert it to YAML",
+                         skill_graph(()), embedder)
+    assert [m.id for m in partial.skills] == ["csv.dedupe_rows"]
+    assert [a.why for a in partial.atoms if a.kind == "action" and not a.covered_by] == \
+        ["no skill reads or writes YAML"]
+
+
+def test_skill_texts_are_embedded_once_then_read_from_the_cache(tmp_path, monkeypatch,
+                                                                embedder):
+    from taskloom.generators.intent import SkillTexts
+
+    class Counting:
+        name = "counting"
+        calls = 0
+
+        def embed(self, texts):
+            Counting.calls += 1
+            return embedder.embed(texts)
+
+    monkeypatch.setenv("TASKLOOM_CACHE", str(tmp_path))
+    graph = skill_graph(())
+    first = SkillTexts.of(graph, sorted(graph.skills), Counting())
+    SkillTexts._cache.clear()  # as in a fresh process
+    again = SkillTexts.of(graph, sorted(graph.skills), Counting())
+    assert Counting.calls == 1 and (again.vectors == first.vectors).all()
+    [cached] = tmp_path.glob("skill-texts-*.npy")
+    cached.write_bytes(b"torn")
+    SkillTexts._cache.clear()
+    SkillTexts.of(graph, sorted(graph.skills), Counting())
+    assert Counting.calls == 2
+
+
 def test_difficulty_option():
     assert difficulty_from_option("hard")["noise"] == 3
     assert difficulty_from_option("noise=2,steps=3") == {"noise": 2, "steps": 3}
@@ -76,10 +172,23 @@ def test_cli_make_prints_what_it_understood(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "logs.rotate_keep" in done.stdout and "verified" in done.stdout
     assert "3 (used)" in done.stdout
+    assert "action:" in done.stdout and "-> logs.rotate_keep" in done.stdout
     no_match = subprocess.run([*TASKLOOM, "make", "bake a chocolate cake"],
                               capture_output=True, text=True, timeout=300)
     assert no_match.returncode == 2
     assert "nearest skills" in no_match.stderr
+    partial = subprocess.run([*TASKLOOM, "make", "sort the CSV by price, then convert it to "
+                              "YAML", "--out", str(tmp_path / "partial")],
+                             capture_output=True, text=True, timeout=300)
+    assert partial.returncode == 2 and "--best-effort" in partial.stderr
+    assert not (tmp_path / "partial").exists()
+
+
+@pytest.mark.docker
+def test_make_builds_exactly_the_two_skills_asked_for_in_order(tmp_path):
+    task = taskloom.make("unpack the backup archive, then hand the files to the www-data "
+                         "user", out=tmp_path)
+    assert task.config.metadata["skills"] == ["archive.extract", "perms.chown_tree"]
 
 
 @pytest.mark.docker

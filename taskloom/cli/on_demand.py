@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from taskloom.cli.common import app, console, fail, stdout
 from taskloom.errors import TaskloomError
@@ -25,34 +26,45 @@ def make(
                                                          "environment.")] = False,
     runtime: Annotated[str, typer.Option(help="Sandbox runtime: docker or bwrap.")] = "docker",
     seed: Annotated[int, typer.Option(help="Seed; another seed gives other candidates.")] = 0,
+    best_effort: Annotated[bool, typer.Option(
+        "--best-effort", help="Make the actions that can be made even when some cannot "
+                              "(they are listed as not covered).")] = False,
 ) -> None:
     """Make one verified task from a sentence, offline, in seconds.
 
-    Prints what it understood (skills and scenario with scores, difficulty, named paths and
-    numbers) and where the task is. A request that matches no skill gets the nearest
-    skills instead of a random task.
+    The request is read as actions in the order they must happen ("load the CSV into
+    SQLite, then report totals per region"), each with the formats it reads and writes and
+    its constraints; each action is covered by one skill, and the task is exactly that
+    skill path. Prints every action, constraint and named value with what covers it, the
+    scenario and difficulty, and where the task is. Exit 2, writing nothing, when an action
+    cannot be made (the nearest skills are named; --best-effort makes the rest) or when
+    the request is refused (the network, real hosts, harm).
     """
     from taskloom.pipeline.on_demand import make_task
 
     try:
         with console.status("starting") as spinner:
             result = make_task(request, count=count, difficulty=difficulty, out=out,
-                               runtime=runtime, seed=seed, status=spinner.update)
+                               runtime=runtime, seed=seed, best_effort=best_effort,
+                               status=spinner.update)
     except TaskloomError as exc:
         raise fail(exc) from exc
     understood = result.request
     stdout.print("[bold]understood[/]")
-    stdout.print("  skills:   " + ", ".join(f"{m.id} ({m.score:.2f})"
-                                            for m in understood.skills))
-    stdout.print(f"  scenario: {understood.scenario.id} ({understood.scenario.score:.2f})")
+    kept = set(result.honored)
+    for atom in understood.atoms:
+        if atom.kind == "action":
+            covered = f"{atom.covered_by} ({atom.score:.2f})" if atom.covered_by else \
+                f"[red]not covered[/]: {escape(atom.why)}"
+            stdout.print(f"  action:     {escape(atom.text)} -> {covered}", soft_wrap=True)
+        else:
+            used = "used" if atom.text in kept else "not used"
+            stdout.print(f"  {atom.kind + ':':11s} {escape(atom.text)} ({used})",
+                         soft_wrap=True)
+    stdout.print(f"  scenario:   {understood.scenario.id} ({understood.scenario.score:.2f})")
     if understood.difficulty:
         stdout.print("  difficulty: " + ", ".join(f"{k}={v}" for k, v in
                                                   understood.difficulty.items()))
-    named = [*understood.paths, *understood.file_names, *map(str, understood.numbers)]
-    if named:
-        kept = set(result.honored)
-        stdout.print("  named:    " + ", ".join(f"{n} ({'used' if n in kept else 'not used'})"
-                                                for n in named))
     task = result.task
     stdout.print(f"[bold green]verified[/] {task.name}: skills "
                  f"{' -> '.join(task.config.metadata.get('skills', []))} "

@@ -1,10 +1,11 @@
 """Natural-language request → structured parameters (skills, scenario, difficulty, constraints).
 
-Offline, a request is matched by embedding similarity against every skill ("name:
-description", its tools and category) and scenario (title, description, domain), plus rules:
-words that set difficulty ("messy", "hard", "step by step"...), tools and paths the user
-named, and numbers ("keep 5"). `understand` returns the parse with its scores; when nothing
-matches well it raises `NoMatch` with the nearest skills, never a random guess.
+Offline: the request's actions become a skill path (`taskloom.generators.intent`), its best
+scenario is matched by embedding similarity (title, description, domain) among those that
+hold the path, and rules read words that set difficulty ("messy", "hard", "step by
+step"...), tools and paths the user named, and numbers ("keep 5"). `understand` returns the
+parse with its scores; when no action matches it raises `NoMatch` with the nearest skills,
+never a random guess.
 """
 
 from __future__ import annotations
@@ -19,14 +20,10 @@ from taskloom.embedding import Embedder
 if TYPE_CHECKING:
     import numpy as np
 from taskloom.errors import InputError, NoMatch
+from taskloom.generators.intent import Atom, parse_intent
 from taskloom.generators.protocols import DIMENSIONS
 from taskloom.models import Frozen
 from taskloom.skill_graph.model import SkillGraph
-
-MIN_SKILL_SCORE = 0.30  # cosine similarity below which a request matches no skill
-SKILL_MARGIN = 0.06  # skills within this of the best count as matched too
-MAX_SKILLS = 3
-TOOL_BONUS = 0.08  # a tool the user named (awk, jq, git...) nudges the skills that use it
 
 # (pattern, dimension, level): words people use for difficulty.
 DIFFICULTY_WORDS: tuple[tuple[str, str | None, int], ...] = (
@@ -64,9 +61,11 @@ class Request(Frozen):
     """What a request was understood to ask for."""
 
     text: str = Field(description="The request as given.")
-    skills: tuple[GraphMatch, ...] = Field(description="Matched skills, best first.")
+    skills: tuple[GraphMatch, ...] = Field(description="The skill path, in workflow order.")
     scenario: GraphMatch = Field(description="Best scenario containing the top skill.")
     nearest: tuple[GraphMatch, ...] = Field(description="Top skills by score, matched or not.")
+    atoms: tuple[Atom, ...] = Field(default=(), description="Actions in order, constraints "
+                                    "and named values, each with what covers it.")
     difficulty: dict[str, int] = Field(default_factory=dict,
                                        description="Levels set by words in the request.")
     paths: tuple[str, ...] = Field(default=(), description="Paths the user named.")
@@ -78,7 +77,7 @@ class Request(Frozen):
 
 def understand(text: str, graph: SkillGraph, embedder: Embedder,
                allowed: set[str] | None = None) -> Request:
-    """Parse a request offline.
+    """Parse a request offline: its intent atoms and skill path, scenario, difficulty, values.
 
     Args:
         text: The request ("a task where the agent must rotate nginx logs and keep 5").
@@ -87,59 +86,43 @@ def understand(text: str, graph: SkillGraph, embedder: Embedder,
         allowed: Skills that can be generated (default: all of the graph).
 
     Raises:
-        NoMatch: No skill scores above the threshold; the message lists the nearest ones.
+        NoMatch: The request is refused, or no action of it matches a skill; the message
+            gives the reason or the nearest skills.
     """
-    if not text.strip():
-        raise NoMatch("the request is empty", field="request",
-                      fix='describe the task, e.g. "rotate nginx logs and keep 5"')
     lowered = text.lower()
-    skills = sorted(allowed or graph.skills)
     all_tools = sorted({tool for s in graph.skills.values() for tool in s.tools})
     named_tools = tuple(t for t in all_tools if re.search(rf"(?<![\w-]){re.escape(t)}(?![\w-])",
                                                          lowered))
-    vectors = _skill_vectors(graph, skills, embedder)
-    query = embedder.embed([text])[0]
-    scores = vectors @ query
-    for index, skill in enumerate(skills):
-        overlap = len(set(graph.skills[skill].tools) & set(named_tools))
-        scores[index] += TOOL_BONUS * overlap
-    order = (-scores).argsort(kind="stable")
-    nearest = tuple(GraphMatch(id=skills[i], score=round(float(scores[i]), 3)) for i in order[:5])
-    best = float(scores[order[0]])
-    if best < MIN_SKILL_SCORE:
+    intent = parse_intent(text, graph, embedder, allowed=allowed, tools=named_tools)
+    nearest = tuple(GraphMatch(id=s, score=v) for s, v in intent.nearest)
+    if not intent.path:
+        missed = "; ".join(f"{a.text!r}: {a.why}" for a in intent.uncovered)
         close = ", ".join(f"{m.id} ({m.score:.2f})" for m in nearest)
-        raise NoMatch(f"no skill matches {text!r} well enough (best score {best:.2f} < "
-                      f"{MIN_SKILL_SCORE}); nearest skills: {close}", field="request",
+        raise NoMatch(f"taskloom cannot make {text!r}: {missed}; nearest skills: {close}",
+                      field="request",
                       fix="name what the agent must do with files, logs, CSV/JSON, archives, "
                           "checksums, SQLite, git, permissions, cron or config files "
                           "(`taskloom graph list skills` lists them)")
-    matched = tuple(GraphMatch(id=skills[i], score=round(float(scores[i]), 3))
-                    for i in order[:MAX_SKILLS] if scores[i] >= best - SKILL_MARGIN)
-    scenario = _scenario(text, graph, embedder, matched[0].id)
-    return Request(text=text, skills=matched, scenario=scenario, nearest=nearest,
-                   difficulty=_difficulty(lowered), paths=tuple(dict.fromkeys(PATH.findall(text))),
-                   file_names=tuple(dict.fromkeys(FILE_NAME.findall(text))),
-                   numbers=_numbers(lowered), tools=named_tools)
-
-
-def _skill_text(graph: SkillGraph, skill_id: str) -> str:
-    skill = graph.skills[skill_id]
-    return (f"{skill.name}: {skill.description} ({skill.category}; "
-            f"{', '.join(skill.tools)})")
+    paths = tuple(dict.fromkeys(PATH.findall(text)))
+    file_names = tuple(dict.fromkeys(FILE_NAME.findall(text)))
+    numbers = _numbers(lowered)
+    values = [*paths, *file_names, *map(str, numbers)]
+    return Request(text=text, skills=tuple(GraphMatch(id=s, score=v) for s, v in
+                                           zip(intent.path, intent.scores, strict=True)),
+                   scenario=_scenario(text, graph, embedder, intent.path), nearest=nearest,
+                   atoms=intent.atoms + tuple(Atom(kind="value", text=v) for v in values),
+                   difficulty=_difficulty(lowered), paths=paths, file_names=file_names,
+                   numbers=numbers, tools=named_tools)
 
 
 _CACHE: dict[tuple, np.ndarray] = {}
 
 
-def _skill_vectors(graph: SkillGraph, skills: list[str], embedder: Embedder) -> np.ndarray:
-    key = (id(embedder), tuple(_skill_text(graph, s) for s in skills))
-    if key not in _CACHE:
-        _CACHE[key] = embedder.embed(list(key[1]))
-    return _CACHE[key]
-
-
-def _scenario(text: str, graph: SkillGraph, embedder: Embedder, skill: str) -> GraphMatch:
-    candidates = graph.scenarios_of(skill)
+def _scenario(text: str, graph: SkillGraph, embedder: Embedder,
+              path: tuple[str, ...]) -> GraphMatch:
+    """The scenario closest to the request among those holding the most of the path."""
+    held = {s: sum(s in graph.scenarios_of(k) for k in path) for s in graph.scenarios_of(path[0])}
+    candidates = sorted(s for s, n in held.items() if n == max(held.values()))
     texts = tuple(f"{graph.scenarios[s].title}: {graph.scenarios[s].description} "
                   f"({graph.scenarios[s].domain})" for s in candidates)
     key = (id(embedder), texts)

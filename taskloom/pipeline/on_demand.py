@@ -1,9 +1,9 @@
 """On-demand tasks: one request in words → the best verified task, in seconds.
 
-understand the request (skills, scenario, difficulty, constraints) → plan K candidate
-blueprints that start at the matched skills → generate → validate them in parallel →
-return the best accepted one (the top skill covered, then the most matched skills, then
-the lowest candidate number). When none of K passes, K more are tried once.
+understand the request (its actions in order and the skill path covering them, scenario,
+difficulty, constraints) → plan K candidate blueprints of exactly that path → generate →
+validate them in parallel → return the best accepted one (the most named paths, files and
+numbers used, then the lowest candidate number). When none of K passes, K more are tried once.
 """
 
 from __future__ import annotations
@@ -17,17 +17,13 @@ from pydantic import Field
 
 from taskloom.config import ValidationConfig
 from taskloom.embedding import Embedder
-from taskloom.errors import NoDraft, NoVerifiedTask
-from taskloom.generators.procedural.backend import (
-    PlanSettings,
-    ProceduralGenerator,
-    ProceduralPlanner,
-)
-from taskloom.generators.protocols import DIMENSIONS, Blueprint, Difficulty, Draft
+from taskloom.errors import NoDraft, NoMatch, NoVerifiedTask
+from taskloom.generators.procedural.backend import ProceduralGenerator, blueprint_for
+from taskloom.generators.protocols import DIMENSIONS, STEP_RANGES, Blueprint, Difficulty, Draft
 from taskloom.generators.request import Request, understand
 from taskloom.harbor import write_task_folder
 from taskloom.models import Frozen, Task, TaskReport
-from taskloom.seeding import derive_seed, rng_for
+from taskloom.seeding import derive_seed
 from taskloom.skill_graph.model import SkillGraph
 
 
@@ -47,60 +43,62 @@ class MakeResult(Frozen):
 
 def make_task(text: str, *, count: int = 3, difficulty: str | dict[str, int] | None = None,
               out: Path | None = None, runtime: str = "docker", seed: int = 0,
+              best_effort: bool = False,
               status: Callable[[str], None] = lambda step: None) -> MakeResult:
     """One verified task for a request in words, with everything it needs opened here.
 
-    The shipped skill graph, the default embedding model and a sandbox runtime (closed when
-    done). `status` is told each step as it starts (the CLI shows a spinner).
+    The shipped skill graph, the default embedding model (run in numpy: ready in under a
+    second, where loading torch takes seconds) and a sandbox runtime (closed when done).
+    `status` is told each step as it starts (the CLI shows a spinner).
 
     Raises:
-        NoMatch: The request matches no skill (the message names the nearest ones).
+        NoMatch: The request is refused, matches no skill (the message names the nearest
+            ones), or has an action no skill covers and `best_effort` is off.
         NoVerifiedTask: No candidate passed validation (with the reasons).
         InputError: A difficulty that cannot be read.
     """
-    from taskloom.embedding import load_embedder
     from taskloom.generators.backends import skill_graph
     from taskloom.generators.request import difficulty_from_option
+    from taskloom.minilm import load_fast_embedder
     from taskloom.sandbox.runtime import open_runtime
 
     levels = difficulty_from_option(difficulty) if isinstance(difficulty, str) or \
         difficulty is None else dict(difficulty)
     status("understanding the request")
-    embedder = load_embedder()
+    embedder = load_fast_embedder()
     with open_runtime(runtime) as sandbox:
         status(f"generating and validating {count} candidates")
         return make(text, graph=skill_graph(()), embedder=embedder, runtime=sandbox,
-                    count=count, difficulty=levels, out=out, seed=seed)
+                    count=count, difficulty=levels, out=out, seed=seed,
+                    best_effort=best_effort)
 
 
-def candidate_blueprints(request: Request, graph: SkillGraph, planner: ProceduralPlanner, *,
-                         count: int, seed: int, first: int,
-                         difficulty: dict[str, int]) -> list[Blueprint]:
-    """`count` realizable blueprints that start at the matched skills (cycling through them).
+def candidate_blueprints(request: Request, graph: SkillGraph, *, count: int, seed: int,
+                         first: int, difficulty: dict[str, int]) -> list[Blueprint]:
+    """`count` blueprints of the request's skill path, each with its own data seed.
 
     Unset difficulty dimensions are level 1: an on-demand task is as simple as the request
-    allows.
+    allows; the steps level is the one the path's length gives.
     """
-    levels = Difficulty(**{**{name: 1 for name in DIMENSIONS}, **difficulty})
-    blueprints = []
-    for index in range(first, first + count):
-        start = request.skills[index % len(request.skills)].id
-        scenario = request.scenario.id if start in graph.skills_of(request.scenario.id) \
-            else None
-        blueprints.append(planner.realize(
-            rng_for(seed, "make", request.text, index), levels, index=index,
-            seed=derive_seed(seed, "make", request.text, index), scenario=scenario,
-            start=start, numbers=request.numbers))
-    return blueprints
+    path = tuple(m.id for m in request.skills)
+    steps = next(level for level, (low, high) in STEP_RANGES.items() if low <= len(path) <= high)
+    levels = Difficulty(**{**{name: 1 for name in DIMENSIONS}, **difficulty, "steps": steps})
+    scenario = request.scenario.id if path[0] in graph.skills_of(request.scenario.id) else None
+    return [blueprint_for(graph, path, seed=derive_seed(seed, "make", request.text),
+                          index=index, difficulty=levels, scenario=scenario,
+                          numbers=request.numbers)
+            for index in range(first, first + count)]
 
 
 def make(text: str, *, graph: SkillGraph, embedder: Embedder, runtime, count: int = 3,
          difficulty: dict[str, int] | None = None, out: Path | None = None, seed: int = 0,
-         workers: int = 2, config: ValidationConfig | None = None) -> MakeResult:
-    """Turn a request into the best verified task.
+         workers: int = 2, config: ValidationConfig | None = None,
+         best_effort: bool = False) -> MakeResult:
+    """Turn a request into the best verified task of exactly the skills it asks for.
 
     Raises:
-        NoMatch: The request matches no skill (the message names the nearest ones).
+        NoMatch: The request is refused, matches no skill (the message names the nearest
+            ones), or has an action no skill covers and `best_effort` is off.
         NoVerifiedTask: No candidate passed validation (with the reasons).
     """
     from taskloom.generators.procedural.primitives import PRIMITIVES
@@ -108,8 +106,13 @@ def make(text: str, *, graph: SkillGraph, embedder: Embedder, runtime, count: in
 
     started = time.monotonic()
     request = understand(text, graph, embedder, allowed=set(PRIMITIVES) & set(graph.skills))
+    missed = [a for a in request.atoms if a.kind == "action" and a.covered_by is None]
+    if missed and not best_effort:
+        raise NoMatch(f"not every action of {text!r} can be made: " + "; ".join(
+            f"{a.text!r} ({a.why})" for a in missed) + "; the rest maps to "
+            + " -> ".join(m.id for m in request.skills), field="request",
+            fix="rephrase the uncovered part, or pass --best-effort to make the rest")
     levels = {**request.difficulty, **(difficulty or {})}
-    planner = ProceduralPlanner(graph, PlanSettings(seed=seed))
     generator = ProceduralGenerator(graph)
     config = config or ValidationConfig()
     accepted: list[tuple[tuple, Draft, TaskReport]] = []
@@ -117,7 +120,7 @@ def make(text: str, *, graph: SkillGraph, embedder: Embedder, runtime, count: in
     made = 0
     for round_start in (0, count):
         drafts = []
-        for blueprint in candidate_blueprints(request, graph, planner, count=count, seed=seed,
+        for blueprint in candidate_blueprints(request, graph, count=count, seed=seed,
                                               first=round_start, difficulty=levels):
             try:
                 drafts.append(generator.generate(blueprint))
@@ -148,15 +151,34 @@ def make(text: str, *, graph: SkillGraph, embedder: Embedder, runtime, count: in
 
 
 def _rank(draft: Draft, request: Request) -> tuple:
-    matched = {m.id for m in request.skills}
-    path = draft.blueprint.path
-    return (request.skills[0].id not in path, -len(matched & set(path)), draft.blueprint.index)
+    """Most named values used first, then the lowest candidate number."""
+    return (-len(_honored(request, draft.task)), draft.blueprint.index)
+
+
+_FUNCTION_WORDS = frozenset((
+    "a", "an", "the", "any", "only", "than", "by", "of", "to", "keep", "keeping", "retain",
+    "retaining", "skip", "skipping", "exclude", "excluding", "except", "for", "but", "not",
+    "leave", "leaving", "out", "ignore", "ignoring", "without", "top", "last", "newest",
+    "first", "best", "biggest", "largest", "latest", "most", "recent", "older", "newer",
+    "larger", "bigger", "smaller", "more", "less", "fewer", "greater", "sorted", "ordered",
+    "ranked",
+))
 
 
 def _honored(request: Request, task: Task) -> tuple[str, ...]:
+    """The named values and constraints of the request that the task's instruction uses."""
     text = task.instruction
+    lowered = text.lower()
     named = [*request.paths, *request.file_names]
     found = [item for item in named if item in text]
     found += [str(n) for n in request.numbers
               if re.search(rf"(?<![\w.]){n}(?![\w.])", text)]
+    for atom in request.atoms:
+        if atom.kind != "constraint":
+            continue
+        words = [w for w in re.findall(r"[\w*-]+", atom.text.lower()) if w not in _FUNCTION_WORDS]
+        # "drafts" is used when the instruction says "draft"; "5" as a number, not in "15".
+        if words and all(re.search(rf"(?<![\w.]){re.escape(w.rstrip('s')[:max(4, len(w) - 2)])}",
+                                   lowered) for w in words):
+            found.append(atom.text)
     return tuple(found)

@@ -47,6 +47,8 @@ class Skill(Frozen):
     produces: str = Field(description="Artifact type it writes.")
     tools: tuple[str, ...] = Field(description="Commands a reference solution uses.")
     description: str = Field(description="One sentence: what a person does with it.")
+    phrases: tuple[str, ...] = Field(default=(), description="Everyday ways people ask for "
+                                     "it, in their words (matched against requests).")
 
 
 class Scenario(Frozen):

@@ -163,8 +163,8 @@ class ProceduralRefiner:
 
 
 def blueprint_for(graph: SkillGraph, skills: tuple[str, ...], *, seed: int, index: int = 0,
-                  difficulty: Difficulty | None = None,
-                  scenario: str | None = None) -> Blueprint:
+                  difficulty: Difficulty | None = None, scenario: str | None = None,
+                  numbers: tuple[int, ...] = ()) -> Blueprint:
     """A blueprint for an explicit skill path (tests, on-demand requests).
 
     Raises:
@@ -183,4 +183,5 @@ def blueprint_for(graph: SkillGraph, skills: tuple[str, ...], *, seed: int, inde
     framing = scenario or next((s for s in shared if s), graph.scenarios_of(skills[0])[0])
     via = tuple(s or framing for s in shared)
     return Blueprint(index=index, seed=derive_seed(seed, "generate", index, *skills),
-                     scenario=framing, path=skills, via=via, difficulty=difficulty)
+                     scenario=framing, path=skills, via=via, difficulty=difficulty,
+                     numbers=numbers)

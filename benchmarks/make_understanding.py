@@ -1,0 +1,107 @@
+"""How well `taskloom make` understands requests: exact skill paths on held-out requests.
+
+    .venv/bin/python benchmarks/make_understanding.py [--set benchmarks/data/make_requests.jsonl]
+
+Each line of the set is a request written apart from the skill texts (and never used to
+tune them), labelled with the skill path it asks for (`path`, in execution order), or
+with `expect`: `no-match` (nothing taskloom can make) or `refuse` (the network, real hosts,
+harm). For each request: understand it offline (the default embedding model, rules), then
+generate a task of the chosen path (procedural, no sandbox), as `make` does. Prints the
+exact-path accuracy (the task's skills are exactly those asked for, every action
+covered), skill recall, the two-action subset, the no-match and refusal answers, and the
+confusion pairs (asked → chosen). Baseline, in the same run: the path of the single
+skill nearest the whole request, as `make` chose before it read actions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections import Counter
+from pathlib import Path
+
+SET = Path(__file__).parent / "data" / "make_requests.jsonl"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--set", type=Path, default=SET, help="labelled requests (JSONL)")
+    parser.add_argument("--show", type=int, default=25, help="misses to print")
+    args = parser.parse_args()
+    from taskloom.errors import NoDraft, NoMatch
+    from taskloom.generators.backends import skill_graph
+    from taskloom.generators.procedural.backend import ProceduralGenerator, blueprint_for
+    from taskloom.generators.procedural.primitives import PRIMITIVES
+    from taskloom.generators.request import understand
+    from taskloom.minilm import load_fast_embedder
+
+    rows = [json.loads(line) for line in args.set.read_text().splitlines() if line.strip()]
+    graph = skill_graph(())
+    embedder = load_fast_embedder()  # as `make` does
+    generator = ProceduralGenerator(graph)
+    allowed = set(PRIMITIVES) & set(graph.skills)
+    exact = recall_hit = recall_all = baseline = 0
+    pairs_exact = pairs = answered = negatives = 0
+    confusion: Counter[tuple[str, str]] = Counter()
+    misses = []
+    started = time.perf_counter()
+    for row in rows:
+        text, want = row["request"], tuple(row.get("path", ()))
+        try:
+            request = understand(text, graph, embedder, allowed=allowed)
+        except NoMatch as exc:
+            got, reason = ("refuse" if "will not make" in str(exc) else "no-match"), str(exc)
+        else:
+            missed = [a for a in request.atoms if a.kind == "action" and not a.covered_by]
+            path = tuple(m.id for m in request.skills)
+            got, reason = (path if not missed else "no-match"), ""
+            if not missed:
+                try:
+                    task = generator.generate(blueprint_for(graph, path, seed=0)).task
+                    got = tuple(task.config.metadata["skills"])
+                except NoDraft as exc:
+                    got, reason = "no-draft", str(exc)
+            if want:
+                baseline += request.nearest[0].id == want[0] and len(want) == 1
+        if not want:
+            negatives += 1
+            answered += got == row["expect"]
+            if got != row["expect"]:
+                misses.append((text, row["expect"], got, reason))
+            continue
+        hit = got == want
+        exact += hit
+        if len(want) > 1:
+            pairs += 1
+            pairs_exact += hit
+        chosen = got if isinstance(got, tuple) else ()
+        recall_all += len(want)
+        recall_hit += len(set(want) & set(chosen))
+        if not hit:
+            misses.append((text, " -> ".join(want), " -> ".join(chosen) or got, reason))
+            for index, skill in enumerate(want):
+                other = chosen[index] if index < len(chosen) else "(none)"
+                if other != skill:
+                    confusion[(skill, other)] += 1
+    labelled = len(rows) - negatives
+    seconds = time.perf_counter() - started
+    print(f"{len(rows)} requests ({labelled} with a skill path, {pairs} of them two actions; "
+          f"{negatives} no-match or refuse) in {seconds:.1f} s")
+    print(f"exact path:   {exact}/{labelled} = {exact / labelled:.1%}")
+    print(f"skill recall: {recall_hit}/{recall_all} = {recall_hit / recall_all:.1%}")
+    print(f"two actions:  {pairs_exact}/{pairs} = {pairs_exact / max(pairs, 1):.1%}")
+    print(f"no-match and refuse answered right: {answered}/{negatives}")
+    print(f"baseline (nearest single skill, single-action requests): {baseline}/"
+          f"{labelled - pairs} = {baseline / max(labelled - pairs, 1):.1%}")
+    print("\nconfusion pairs (asked -> chosen):")
+    for (want, got), count in confusion.most_common(15):
+        print(f"  {count}  {want} -> {got}")
+    print(f"\nmisses (first {args.show}):")
+    for text, want, got, reason in misses[:args.show]:
+        why = f" ({reason[:140]})" if reason else ""
+        print(f"  {text!r}\n     asked {want}; got {got}{why}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,449 @@
+"""A request in words → intent atoms → the skill path that covers them, offline.
+
+A request is cut into actions in the order they must happen ("load the CSV into SQLite,
+then report totals per region"; "report the totals after loading the CSV" is the same
+order), each with the formats it reads and writes (`from` and `to`: "turn the YAML export
+into CSV" is YAML → CSV, never the other way round) and its constraints ("keep 5",
+"skipping drafts", "larger than 10 MB"). Each action is matched to the skills by the
+sentence embedding of its words against every skill's texts (name, description and the
+everyday phrases of the graph), adjusted by the formats: a skill that writes the target
+format gains, one that reads it loses. The path is the best-scoring choice of one skill
+per action whose consecutive skills chain in the graph; an action no skill matches well
+enough, or one that names a format taskloom cannot make, stays uncovered, and the caller
+decides (`make` writes nothing unless told `--best-effort`).
+
+Requests that reach outside a sandbox (the network, real hosts) or ask for harm are
+refused before any matching, with the reason.
+
+Example:
+    >>> intent = parse_intent("convert the JSON readings to CSV, then sort by time",
+    ...                       graph, embedder)                       # doctest: +SKIP
+    >>> intent.path                                                   # doctest: +SKIP
+    ('json.to_csv', 'csv.sort_rows')
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import Field
+
+from taskloom.embedding import Embedder
+from taskloom.errors import NoMatch
+from taskloom.models import Frozen
+from taskloom.skill_graph.model import SkillGraph
+
+if TYPE_CHECKING:
+    import numpy as np
+
+MIN_ACTION_SCORE = 0.36  # an action's best skill scores below this: not covered
+ELABORATION_WORDS = 4  # a short clause after an action, matching no skill, says more of it
+CANDIDATES = 6  # skills per action considered when choosing a chaining path
+TARGET_BONUS = 0.12  # the skill writes the format the action turns its input into
+SOURCE_BONUS = 0.06  # the skill reads the format the action names as its input
+REVERSED = 0.15  # the skill goes the other way (reads the target, writes the source)
+TOOL_BONUS = 0.05  # a tool the user named (awk, jq, git...) and the skill uses
+
+# Words for the artifact types of the graph, most specific first; `None`: a format no
+# skill reads or writes.
+FORMAT_WORDS: tuple[tuple[str, str | None], ...] = (
+    (r"access[- ]logs?|nginx|apache|web[- ]server logs?|http logs?|request logs?", "access_log"),
+    (r"ya?ml|xml|xlsx|excel|parquet|pdf|toml|html|markdown|protobuf|avro|helm|kubernetes|"
+     r"k8s|dockerfile|docker images?|terraform|ansible|systemd|(?:photos?|images?|pictures?|"
+     r"videos?|audio|mp3|mp4)(?= (?:by|\d|to|in|so|90|180))", None),
+    (r"csv|spreadsheet export|comma[- ]separated|tsv", "csv_table"),
+    (r"json|jq", "json_doc"),
+    (r"sqlite3?|database|\bdb\b|sql", "sqlite_db"),
+    (r"tar(?:ball)?s?|\.tar\.gz|tgz|archives?|zip(?:file)?s?", "archive"),
+    (r"ini(?: file)?|config(?:uration)? files?|settings files?", "config_file"),
+    (r"crontab|cron", "crontab_file"),
+    (r"git|repo(?:sitory)?|commits?", "git_repo"),
+    (r"manifest|checksums?|sha-?256|md5", "checksum_list"),
+    (r"(?:app(?:lication)?|service) logs?|logs?", "log_file"),
+)
+_FORMAT = re.compile("|".join(f"(?P<f{i}>(?<![\\w-])(?:{words})(?![\\w-]))"
+                              for i, (words, _) in enumerate(FORMAT_WORDS)), re.I)
+# Before a format it writes: "into CSV", "as JSON", "make a tar.gz of", "write a manifest".
+_TO = re.compile(r"(?:\b(?:to|into|as|make|create|build|write|produce|generate|give me|"
+                 r"need|want|bundle|pack)\s+(?:an?\s+|the\s+|one\s+|proper\s+|plain\s+|"
+                 r"new\s+)?(?:\w+\s+)?)$", re.I)
+
+# Verbs that start an action; a clause is cut before one of them after "and" or a comma.
+VERBS = frozenset((
+    "add", "aggregate", "append", "archive", "audit", "back", "backup", "bundle", "calculate",
+    "change", "check", "chmod", "chown", "clean", "collect", "combine", "commit", "compare",
+    "compress", "compute", "convert", "copy", "count", "create", "cut", "dedupe",
+    "deduplicate", "delete", "drop", "dump", "export", "extract", "fetch", "filter", "find",
+    "fix", "flag", "flatten", "generate", "get", "give", "grab", "group", "gzip", "hand",
+    "identify", "import", "install", "keep", "list", "load", "locate", "make", "merge",
+    "mirror", "move", "normalize", "order", "output", "pack", "parse", "pick", "prune", "pull",
+    "put", "rank", "read", "record", "remove", "rename", "reorder", "replace", "report",
+    "reshape", "restore", "retain", "revert", "rewrite", "rotate", "run", "save", "schedule",
+    "select", "set", "show", "sort", "split", "strip", "substitute", "sum", "summarize",
+    "swap", "tally", "tar", "tidy", "total", "transform", "trim", "turn", "undo", "unpack",
+    "unzip", "update", "verify", "write", "zip",
+))
+_SEQUENCE = re.compile(r"\s*(?:;|,?\s+and\s+then\s+|,?\s+then\s+|,\s*after\s+that,?\s+|"
+                       r"\.\s+(?:then\s+)?|,?\s+and\s+afterwards\s+|,?\s+followed\s+by\s+|"
+                       r",?\s+and\s+finally\s+|,\s*finally,?\s+|,?\s+next,?\s+)\s*", re.I)
+_AND = re.compile(r"\s*(?:,\s*and\s+|\s+and\s+|,\s+|\s+plus\s+|\s+also\s+)(?=(\w+))", re.I)
+_AFTER = re.compile(r"\s*,?\s*\b(after|once|before)\s+", re.I)
+_FIRST = re.compile(r"\s*,?\s*but\s+first\s+", re.I)
+_PREAMBLE = re.compile(
+    r"^\s*(?:(?:please|hey|ok|so)[,!]?\s+)?"
+    r"(?:(?:can|could|would|will)\s+you\s+|i\s+(?:need|want|would like)\s+|let'?s\s+)?"
+    r"(?:(?:(?:make|create|build|generate|give|set up|write|prepare|design)\s+(?:me\s+|us\s+)?)?"
+    r"(?:an?|one|some)\s+(?:\w+\s+)?(?:task|exercise|environment|scenario|challenge|"
+    r"job|drill|lab|problem|puzzle|assignment)s?\b\s*(?:where|in which|that|for|to|:|-|,)?"
+    r"\s*)?"
+    r"(?:(?:the|an?|our|my)\s+(?:agent|user|someone|model|person|candidate|trainee|"
+    r"student|engineer|admin|operator)|someone|they|you)?\s*"
+    r"(?:must|has to|have to|should|needs? to|will|is asked to|gets? to|can)?\s*[:,-]?\s*",
+    re.I)
+_SUBJECT = re.compile(r"^(?:you've|you have|you|we've|we have|we|they've|they|it's|it is)\s+",
+                      re.I)
+CONSTRAINTS = (
+    ("count", re.compile(r"\b(?:keep(?:ing)?|retain(?:ing)?|top|last|newest|first|best|"
+                         r"biggest|largest)\s+(?:the\s+|only\s+)?(?:(?:newest|latest|last|"
+                         r"most recent|recent|top)\s+)?(\d+|one|two|three|four|five|six|"
+                         r"seven|eight|nine|ten|twelve|twenty)\b", re.I)),
+    ("exclude", re.compile(r"\b(?:skip(?:ping)?|exclud(?:e|ing)|except(?:\s+for)?|but not|"
+                           r"leav(?:e|ing) out|ignor(?:e|ing)|without)\s+(?:the\s+|any\s+)?"
+                           r"([\w.*-]+(?:\s+[\w.*-]+)?)", re.I)),
+    ("threshold", re.compile(r"\b(?:older|newer|larger|bigger|smaller|more|less|fewer|"
+                             r"greater)\s+than\s+([\w.]+(?:\s+\w+)?)", re.I)),
+    ("order", re.compile(r"\b(?:sorted|ordered|ranked|oldest first|newest first|largest "
+                         r"first|by time|alphabetical(?:ly)?)\b(?:\s+by\s+(\w+))?", re.I)),
+)
+
+REFUSALS = (
+    ("it asks for harm: taskloom makes practice tasks, not attacks on real systems or people",
+     re.compile(r"\b(?:malware|ransomware|keylogger|virus|trojan|worm|backdoor|rootkit|"
+                r"botnet|fork[- ]?bomb|phish\w*|steal\w*|stole|crack(?:ing)?\s+(?:the\s+)?"
+                r"(?:password|hash|login)\w*|brute[- ]?forc\w*|credential\s+stuffing|"
+                r"wipe\s+(?:the\s+|a\s+|my\s+|our\s+)?(?:real\s+|host\s+|physical\s+|"
+                r"entire\s+)*(?:disk|drive|machine|server|host)|rm\s+-rf\s+/(?:\s|$)|dd\s+\w+\s+"
+                r"(?:over|onto|to)\b|harvest\w*\s+(?:the\s+)?(?:\w+\s+)?(?:credentials|passwords|"
+                r"keys|tokens)|"
+                r"denial[- ]of[- ]service|exploit\s+(?:a\s+|the\s+)?(?:real|live|"
+                r"production|someone)|spyware|deface)", re.I)),
+    ("it reaches outside the sandbox: a task runs with no network and touches nothing "
+     "but its own environment, so nothing can be downloaded, sent, scanned or done to the "
+     "host",
+     re.compile(r"https?://|\b(?:download(?:ing)?\s+"
+                r"(?!folder|dir)|wget|curl|nmap|ddos|pastebin|\w*[- ]?flood(?:ing)?\b|"
+                r"(?:on|of|from|over)\s+the\s+host(?:'s)?\b|host machine|ping\s+(?:the|a|our|every|"
+                r"all)\b|port[- ]?scan|scan(?:ning)?\s+(?:the\s+|a\s+|our\s+|real\s+|every\s+|"
+                r"all\s+)*(?:\w+\s+)?(?:network|subnet|hosts?|ports?|lan|servers?|ip range)|"
+                r"(?:send|post|upload|push|forward|mail|email|exfiltrat\w*)\b[^.]*?\b(?:to|"
+                r"at)\s+(?:a\s+|an\s+|the\s+|our\s+|my\s+)?(?:remote|external|real|"
+                r"production|live|public)\b|exfiltrat\w*|from\s+the\s+(?:internet|web)|"
+                r"off\s+the\s+(?:internet|web)|ssh\s+(?:in)?to|real\s+hosts?|"
+                r"(?:production|live)\s+servers?)", re.I)),
+)
+
+
+class Atom(Frozen):
+    """One thing the request asks for, and what covers it."""
+
+    kind: str = Field(description="action, constraint or value.")
+    text: str = Field(description="The words of the request it stands for.")
+    source: str | None = Field(default=None, description="Format read (action).")
+    target: str | None = Field(default=None, description="Format written (action).")
+    covered_by: str | None = Field(default=None, description="Skill id that covers it, or "
+                                   "None when nothing does (actions), or when the task "
+                                   "does not use it (constraints, values).")
+    score: float | None = Field(default=None, description="Match score of the skill.")
+    why: str = Field(default="", description="Why it is not covered, when it is not.")
+
+
+class Intent(Frozen):
+    """A request as actions in order, their constraints and values, and the skill path."""
+
+    text: str = Field(description="The request as given.")
+    atoms: tuple[Atom, ...] = Field(description="Actions in execution order, then "
+                                    "constraints and named values.")
+    path: tuple[str, ...] = Field(description="Skills covering the actions, in order.")
+    scores: tuple[float, ...] = Field(description="Match score of each skill of the path.")
+    nearest: tuple[tuple[str, float], ...] = Field(
+        description="Top skills for the whole request, matched or not.")
+
+    @property
+    def uncovered(self) -> tuple[Atom, ...]:
+        """Actions no skill of the path covers."""
+        return tuple(a for a in self.atoms if a.kind == "action" and a.covered_by is None)
+
+
+def refusal(text: str) -> str | None:
+    """Why taskloom will not make a task for this request, or None."""
+    for reason, pattern in REFUSALS:
+        found = pattern.search(text)
+        if found:
+            return f"{reason} ({found.group(0).strip()!r})"
+    return None
+
+
+def actions(text: str) -> list[str]:
+    """The request's actions in the order they must happen, each as its words."""
+    body = _PREAMBLE.sub("", text.strip(), count=1).strip().rstrip(".!?") or text.strip()
+    ordered: list[str] = []
+    for piece in (p for p in _SEQUENCE.split(body) if p and p.strip()):
+        ordered += _reorder(piece.strip(" ,"))
+    clauses: list[str] = []
+    for piece in ordered:
+        clauses += _split_on_verbs(piece)
+    return [c for c in clauses if c] or [body]
+
+
+def _reorder(piece: str) -> list[str]:
+    """'report X after loading Y' → [loading Y, report X]; 'X but first Y' → [Y, X]."""
+    first = _FIRST.split(piece, maxsplit=1)
+    if len(first) == 2:
+        return [first[1], first[0]]
+    found = _AFTER.search(piece)
+    if not found:
+        return [piece]
+    word = found.group(1).lower()
+    head = piece[:found.start()].strip(" ,")
+    tail = _SUBJECT.sub("", piece[found.end():].strip(" ,"))
+    if not head:  # "after loading Y, report X"
+        sub, _, rest = tail.partition(",")
+        head, tail = rest.strip(), sub.strip()
+        if not head:
+            return [piece]
+        return [tail, head] if word != "before" else [head, tail]
+    if not _verb(tail.split()[0] if tail.split() else ""):
+        return [piece]  # "after midnight", "once a day": not an action
+    return [tail, head] if word in ("after", "once") else [head, tail]
+
+
+def _split_on_verbs(piece: str) -> list[str]:
+    parts, start = [], 0
+    for found in _AND.finditer(piece):
+        before = piece[start:found.start()].strip()
+        rest = piece[found.end():]
+        if _verb(found.group(1)) and len(before.split()) >= 2 and \
+                len(re.split(r"\s*(?:,|\band\b)\s*", rest, maxsplit=1)[0].split()) >= 2 and \
+                not CONSTRAINTS[0][1].match(rest):  # "..., keeping 5" is not an action
+            parts.append(before)
+            start = found.end()
+    parts.append(piece[start:].strip())
+    return [p for p in parts if p]
+
+
+def _verb(word: str) -> bool:
+    word = word.lower()
+    if word in VERBS:
+        return True
+    for suffix, replace in (("ing", ""), ("ing", "e"), ("s", ""), ("es", ""), ("ed", ""),
+                            ("ed", "e"), ("ied", "y"), ("ies", "y")):
+        if word.endswith(suffix) and word[:-len(suffix)] + replace in VERBS:
+            return True
+    return len(word) > 5 and word.endswith("ing") and word[:-4] in VERBS  # "zipping"
+
+
+def formats(clause: str) -> tuple[str | None, str | None, list[str]]:
+    """(source type, target type, formats no skill handles) an action names."""
+    source = target = None
+    unknown: list[str] = []
+    for found in _FORMAT.finditer(clause):
+        index = int(next(k for k, v in found.groupdict().items() if v)[1:])
+        kind = FORMAT_WORDS[index][1]
+        if kind is None:
+            unknown.append(found.group(0))
+            continue
+        if _TO.search(clause[:found.start()][-28:]) and target is None:
+            target = kind
+        elif source is None:
+            source = kind
+    return source, target, unknown
+
+
+def constraints(text: str) -> list[str]:
+    """Constraint phrases of a request ("keep 5", "skipping drafts")."""
+    found = []
+    for _, pattern in CONSTRAINTS:
+        found += [m.group(0).strip() for m in pattern.finditer(text)]
+    return list(dict.fromkeys(found))
+
+
+def parse_intent(text: str, graph: SkillGraph, embedder: Embedder, *,
+                 allowed: set[str] | None = None, tools: tuple[str, ...] = ()) -> Intent:
+    """The actions of a request, and the chaining skill path that covers most of them.
+
+    Raises:
+        NoMatch: The request is empty, refused, or matches no skill at all.
+    """
+    if not text.strip():
+        raise NoMatch("the request is empty", field="request",
+                      fix='describe the task, e.g. "rotate nginx logs and keep 5"')
+    reason = refusal(text)
+    if reason:
+        raise NoMatch(f"taskloom will not make {text!r}: {reason}", field="request",
+                      fix="ask for work on files, logs, data, archives, git, permissions, "
+                          "cron or config inside the task's own environment")
+    skills = sorted(allowed or graph.skills)
+    clauses = actions(text)
+    table = SkillTexts.of(graph, skills, embedder)
+    vectors = embedder.embed([text, *clauses])
+    whole = table.scores(vectors[0])
+    order = (-whole).argsort(kind="stable")
+    nearest = tuple((skills[i], round(float(whole[i]), 3)) for i in order[:5])
+    per_clause = []
+    for clause, vector in zip(clauses, vectors[1:], strict=True):
+        source, target, unknown = formats(clause)
+        scores = table.scores(vector)
+        for index, skill in enumerate(skills):
+            scores[index] += _format_fit(graph, skill, source, target)
+            scores[index] += TOOL_BONUS * len(set(graph.skills[skill].tools) & set(tools))
+        best = (-scores).argsort(kind="stable")[:CANDIDATES]
+        per_clause.append((clause, source, target, unknown,
+                           [(skills[i], float(scores[i])) for i in best]))
+    # An action in a format nothing handles takes no part in choosing the path.
+    makeable = [i for i, c in enumerate(per_clause) if not c[3]]
+    chosen = dict(zip(makeable, _best_path(graph, [per_clause[i][4] for i in makeable]),
+                      strict=True))
+    choice = [chosen.get(i, c[4][0]) for i, c in enumerate(per_clause)]
+    if all(score < MIN_ACTION_SCORE for _, score in choice) and \
+            float(whole[order[0]]) < MIN_ACTION_SCORE:
+        close = ", ".join(f"{s} ({v:.2f})" for s, v in nearest)
+        raise NoMatch(f"no skill matches {text!r} well enough (best score "
+                      f"{max(v for _, v in choice):.2f} < {MIN_ACTION_SCORE}); nearest "
+                      f"skills: {close}", field="request",
+                      fix="name what the agent must do with files, logs, CSV/JSON, archives, "
+                          "checksums, SQLite, git, permissions, cron or config files "
+                          "(`taskloom graph list skills` lists them)")
+    atoms, path, scores = [], [], []
+    for (clause, source, target, unknown, _), (skill, score) in zip(per_clause, choice,
+                                                                     strict=True):
+        why = ""
+        if unknown:
+            why = f"no skill reads or writes {', '.join(dict.fromkeys(unknown))}"
+        elif path and path[-1] != skill and not graph.chains(path[-1], skill):
+            why = (f"{skill} reads {graph.skills[skill].consumes}, which {path[-1]} does not "
+                   f"write (no skill path does both)")
+        elif score < MIN_ACTION_SCORE and path and len(clause.split()) <= ELABORATION_WORDS:
+            # "..., and report mismatches", "don't remove them": more words on the last action
+            atoms.append(Atom(kind="constraint", text=clause))
+            continue
+        elif score < MIN_ACTION_SCORE:
+            why = f"best skill {skill} scores {score:.2f} < {MIN_ACTION_SCORE}"
+        covered = None if why else skill
+        atoms.append(Atom(kind="action", text=clause, source=source, target=target,
+                          covered_by=covered, score=round(score, 3), why=why))
+        if covered and (not path or path[-1] != covered):
+            path.append(covered)
+            scores.append(round(score, 3))
+    atoms += [Atom(kind="constraint", text=c) for c in constraints(text)]
+    return Intent(text=text, atoms=tuple(atoms), path=tuple(path), scores=tuple(scores),
+                  nearest=nearest)
+
+
+def _format_fit(graph: SkillGraph, skill: str, source: str | None, target: str | None) -> float:
+    consumes, produces = graph.skills[skill].consumes, graph.skills[skill].produces
+
+    def fits(kind: str | None, declared: str) -> bool:
+        return kind is not None and (graph.is_a(declared, kind) or graph.is_a(kind, declared))
+
+    fit = 0.0
+    if target:
+        fit += TARGET_BONUS if fits(target, produces) else 0.0
+        if fits(target, consumes) and not fits(target, produces):
+            fit -= REVERSED
+    if source:
+        fit += SOURCE_BONUS if fits(source, consumes) else 0.0
+        if target and fits(source, produces) and not fits(source, consumes):
+            fit -= REVERSED
+    return fit
+
+
+def _best_path(graph: SkillGraph,
+               candidates: list[list[tuple[str, float]]]) -> list[tuple[str, float]]:
+    """One skill per action, the highest total score whose consecutive skills chain.
+
+    When no choice chains, the best of each: the caller reports the break.
+    """
+    best, best_total = [c[0] for c in candidates], None
+    for combo in itertools.product(*candidates):
+        names = [name for name, _ in combo]
+        if not all(a == b or graph.chains(a, b) for a, b in itertools.pairwise(names)):
+            continue
+        total = sum(score for _, score in combo)
+        if best_total is None or total > best_total + 1e-9:
+            best, best_total = list(combo), total
+    return best
+
+
+class SkillTexts:
+    """Every text of every skill (name, description, phrases), embedded once.
+
+    Kept in the process and on disk (`cache_folder()`), so a fresh `make` does not embed
+    ~600 texts again.
+    """
+
+    _cache: dict[tuple, SkillTexts] = {}
+
+    def __init__(self, owners: np.ndarray, vectors: np.ndarray, count: int) -> None:
+        self.owners, self.vectors, self.count = owners, vectors, count
+
+    @classmethod
+    def of(cls, graph: SkillGraph, skills: list[str], embedder: Embedder) -> SkillTexts:
+        """The texts of `skills` (in that order) and their vectors under `embedder`."""
+        import numpy as np
+
+        texts, owners = [], []
+        for index, skill_id in enumerate(skills):
+            skill = graph.skills[skill_id]
+            for phrase in (f"{skill.name}: {skill.description}", skill.name, *skill.phrases):
+                texts.append(phrase)
+                owners.append(index)
+        model = getattr(embedder, "name", type(embedder).__name__)
+        key = (model, tuple(texts))
+        if key not in cls._cache:
+            cls._cache[key] = cls(np.asarray(owners), _vectors(model, texts, embedder),
+                                  len(skills))
+        return cls._cache[key]
+
+    def scores(self, query: np.ndarray) -> np.ndarray:
+        """Per skill, the best cosine of its texts against `query`."""
+        import numpy as np
+
+        best = np.full(self.count, -1.0, dtype=np.float32)
+        np.maximum.at(best, self.owners, self.vectors @ query)
+        return best
+
+
+def cache_folder() -> Path:
+    """Where taskloom keeps what it can recompute: `$TASKLOOM_CACHE`, else the user cache."""
+    if os.environ.get("TASKLOOM_CACHE"):
+        return Path(os.environ["TASKLOOM_CACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "taskloom"
+
+
+def _vectors(model: str, texts: list[str], embedder: Embedder) -> np.ndarray:
+    """The texts' vectors, read from the cache when this model embedded exactly these."""
+    import numpy as np
+
+    digest = hashlib.sha256("\n".join([model, *texts]).encode()).hexdigest()[:24]
+    path = cache_folder() / f"skill-texts-{digest}.npy"
+    try:
+        vectors = np.load(path)
+        if vectors.shape[0] == len(texts):
+            return vectors
+    except (OSError, ValueError):
+        pass
+    vectors = embedder.embed(texts)
+    try:  # written whole, then renamed: a reader never sees half a file
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".npy", delete=False) as out:
+            np.save(out, vectors)
+        os.replace(out.name, path)
+    except OSError:  # a read-only home: embed again next time
+        pass
+    return vectors
