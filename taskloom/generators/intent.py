@@ -24,17 +24,13 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
 import itertools
-import os
 import re
-import tempfile
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from taskloom.embedding import Embedder
+from taskloom.embedding import Embedder, embed_cached
 from taskloom.errors import NoMatch
 from taskloom.models import Frozen
 from taskloom.skill_graph.model import SkillGraph
@@ -42,6 +38,9 @@ from taskloom.skill_graph.model import SkillGraph
 if TYPE_CHECKING:
     import numpy as np
 
+NO_MATCH_FIX = ("name what the agent must do with files, logs, CSV/JSON, archives, checksums, "
+                "SQLite, git, permissions, cron or config files (`taskloom graph list skills` "
+                "lists them)")
 MIN_ACTION_SCORE = 0.36  # an action's best skill scores below this: not covered
 ELABORATION_WORDS = 4  # a short clause after an action, matching no skill, says more of it
 CANDIDATES = 6  # skills per action considered when choosing a chaining path
@@ -156,9 +155,10 @@ class Atom(Frozen):
     text: str = Field(description="The words of the request it stands for.")
     source: str | None = Field(default=None, description="Format read (action).")
     target: str | None = Field(default=None, description="Format written (action).")
-    covered_by: str | None = Field(default=None, description="Skill id that covers it, or "
-                                   "None when nothing does (actions), or when the task "
-                                   "does not use it (constraints, values).")
+    covered_by: str | None = Field(default=None, description="Skill id that covers an "
+                                   "action; None when no skill does, and for constraints "
+                                   "and values (whether the task uses those is known only "
+                                   "once it is made).")
     score: float | None = Field(default=None, description="Match score of the skill.")
     why: str = Field(default="", description="Why it is not covered, when it is not.")
 
@@ -174,10 +174,10 @@ class Intent(Frozen):
     nearest: tuple[tuple[str, float], ...] = Field(
         description="Top skills for the whole request, matched or not.")
 
-    @property
-    def uncovered(self) -> tuple[Atom, ...]:
-        """Actions no skill of the path covers."""
-        return tuple(a for a in self.atoms if a.kind == "action" and a.covered_by is None)
+
+def uncovered(atoms: tuple[Atom, ...]) -> tuple[Atom, ...]:
+    """The actions among `atoms` that no skill of the path covers."""
+    return tuple(a for a in atoms if a.kind == "action" and a.covered_by is None)
 
 
 def refusal(text: str) -> str | None:
@@ -253,8 +253,7 @@ def formats(clause: str) -> tuple[str | None, str | None, list[str]]:
     source = target = None
     unknown: list[str] = []
     for found in _FORMAT.finditer(clause):
-        index = int(next(k for k, v in found.groupdict().items() if v)[1:])
-        kind = FORMAT_WORDS[index][1]
+        kind = FORMAT_WORDS[int(found.lastgroup[1:])][1]
         if kind is None:
             unknown.append(found.group(0))
             continue
@@ -278,7 +277,8 @@ def parse_intent(text: str, graph: SkillGraph, embedder: Embedder, *,
     """The actions of a request, and the chaining skill path that covers most of them.
 
     Raises:
-        NoMatch: The request is empty, refused, or matches no skill at all.
+        NoMatch: The request is empty or refused. A request no skill matches gets an
+            empty path, its actions uncovered with the reason.
     """
     if not text.strip():
         raise NoMatch("the request is empty", field="request",
@@ -293,8 +293,8 @@ def parse_intent(text: str, graph: SkillGraph, embedder: Embedder, *,
     table = SkillTexts.of(graph, skills, embedder)
     vectors = embedder.embed([text, *clauses])
     whole = table.scores(vectors[0])
-    order = (-whole).argsort(kind="stable")
-    nearest = tuple((skills[i], round(float(whole[i]), 3)) for i in order[:5])
+    nearest = tuple((skills[i], round(float(whole[i]), 3))
+                    for i in (-whole).argsort(kind="stable")[:5])
     per_clause = []
     for clause, vector in zip(clauses, vectors[1:], strict=True):
         source, target, unknown = formats(clause)
@@ -310,15 +310,6 @@ def parse_intent(text: str, graph: SkillGraph, embedder: Embedder, *,
     chosen = dict(zip(makeable, _best_path(graph, [per_clause[i][4] for i in makeable]),
                       strict=True))
     choice = [chosen.get(i, c[4][0]) for i, c in enumerate(per_clause)]
-    if all(score < MIN_ACTION_SCORE for _, score in choice) and \
-            float(whole[order[0]]) < MIN_ACTION_SCORE:
-        close = ", ".join(f"{s} ({v:.2f})" for s, v in nearest)
-        raise NoMatch(f"no skill matches {text!r} well enough (best score "
-                      f"{max(v for _, v in choice):.2f} < {MIN_ACTION_SCORE}); nearest "
-                      f"skills: {close}", field="request",
-                      fix="name what the agent must do with files, logs, CSV/JSON, archives, "
-                          "checksums, SQLite, git, permissions, cron or config files "
-                          "(`taskloom graph list skills` lists them)")
     atoms, path, scores = [], [], []
     for (clause, source, target, unknown, _), (skill, score) in zip(per_clause, choice,
                                                                      strict=True):
@@ -383,7 +374,7 @@ def _best_path(graph: SkillGraph,
 class SkillTexts:
     """Every text of every skill (name, description, phrases), embedded once.
 
-    Kept in the process and on disk (`cache_folder()`), so a fresh `make` does not embed
+    Kept in the process and on disk (`embed_cached`), so a fresh `make` does not embed
     ~600 texts again.
     """
 
@@ -403,10 +394,9 @@ class SkillTexts:
             for phrase in (f"{skill.name}: {skill.description}", skill.name, *skill.phrases):
                 texts.append(phrase)
                 owners.append(index)
-        model = getattr(embedder, "name", type(embedder).__name__)
-        key = (model, tuple(texts))
+        key = (getattr(embedder, "name", type(embedder).__name__), tuple(texts))
         if key not in cls._cache:
-            cls._cache[key] = cls(np.asarray(owners), _vectors(model, texts, embedder),
+            cls._cache[key] = cls(np.asarray(owners), embed_cached(embedder, texts),
                                   len(skills))
         return cls._cache[key]
 
@@ -417,33 +407,3 @@ class SkillTexts:
         best = np.full(self.count, -1.0, dtype=np.float32)
         np.maximum.at(best, self.owners, self.vectors @ query)
         return best
-
-
-def cache_folder() -> Path:
-    """Where taskloom keeps what it can recompute: `$TASKLOOM_CACHE`, else the user cache."""
-    if os.environ.get("TASKLOOM_CACHE"):
-        return Path(os.environ["TASKLOOM_CACHE"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "taskloom"
-
-
-def _vectors(model: str, texts: list[str], embedder: Embedder) -> np.ndarray:
-    """The texts' vectors, read from the cache when this model embedded exactly these."""
-    import numpy as np
-
-    digest = hashlib.sha256("\n".join([model, *texts]).encode()).hexdigest()[:24]
-    path = cache_folder() / f"skill-texts-{digest}.npy"
-    try:
-        vectors = np.load(path)
-        if vectors.shape[0] == len(texts):
-            return vectors
-    except (OSError, ValueError):
-        pass
-    vectors = embedder.embed(texts)
-    try:  # written whole, then renamed: a reader never sees half a file
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".npy", delete=False) as out:
-            np.save(out, vectors)
-        os.replace(out.name, path)
-    except OSError:  # a read-only home: embed again next time
-        pass
-    return vectors

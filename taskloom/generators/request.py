@@ -20,7 +20,7 @@ from taskloom.embedding import Embedder
 if TYPE_CHECKING:
     import numpy as np
 from taskloom.errors import InputError, NoMatch
-from taskloom.generators.intent import Atom, parse_intent
+from taskloom.generators.intent import NO_MATCH_FIX, Atom, parse_intent, uncovered
 from taskloom.generators.protocols import DIMENSIONS
 from taskloom.models import Frozen
 from taskloom.skill_graph.model import SkillGraph
@@ -62,7 +62,8 @@ class Request(Frozen):
 
     text: str = Field(description="The request as given.")
     skills: tuple[GraphMatch, ...] = Field(description="The skill path, in workflow order.")
-    scenario: GraphMatch = Field(description="Best scenario containing the top skill.")
+    scenario: GraphMatch = Field(description="Closest scenario holding the path's first skill "
+                                 "(and as much of the rest as any does).")
     nearest: tuple[GraphMatch, ...] = Field(description="Top skills by score, matched or not.")
     atoms: tuple[Atom, ...] = Field(default=(), description="Actions in order, constraints "
                                     "and named values, each with what covers it.")
@@ -72,6 +73,11 @@ class Request(Frozen):
     file_names: tuple[str, ...] = Field(default=(), description="File names the user named.")
     numbers: tuple[int, ...] = Field(default=(), description="Numbers the user named.")
     tools: tuple[str, ...] = Field(default=(), description="Tools the user named.")
+
+    @property
+    def uncovered(self) -> tuple[Atom, ...]:
+        """Actions no skill of the path covers (`make` writes nothing unless best effort)."""
+        return uncovered(self.atoms)
 
 
 
@@ -96,13 +102,10 @@ def understand(text: str, graph: SkillGraph, embedder: Embedder,
     intent = parse_intent(text, graph, embedder, allowed=allowed, tools=named_tools)
     nearest = tuple(GraphMatch(id=s, score=v) for s, v in intent.nearest)
     if not intent.path:
-        missed = "; ".join(f"{a.text!r}: {a.why}" for a in intent.uncovered)
+        missed = "; ".join(f"{a.text!r}: {a.why}" for a in uncovered(intent.atoms))
         close = ", ".join(f"{m.id} ({m.score:.2f})" for m in nearest)
         raise NoMatch(f"taskloom cannot make {text!r}: {missed}; nearest skills: {close}",
-                      field="request",
-                      fix="name what the agent must do with files, logs, CSV/JSON, archives, "
-                          "checksums, SQLite, git, permissions, cron or config files "
-                          "(`taskloom graph list skills` lists them)")
+                      field="request", fix=NO_MATCH_FIX)
     paths = tuple(dict.fromkeys(PATH.findall(text)))
     file_names = tuple(dict.fromkeys(FILE_NAME.findall(text)))
     numbers = _numbers(lowered)

@@ -83,9 +83,8 @@ def candidate_blueprints(request: Request, graph: SkillGraph, *, count: int, see
     path = tuple(m.id for m in request.skills)
     steps = next(level for level, (low, high) in STEP_RANGES.items() if low <= len(path) <= high)
     levels = Difficulty(**{**{name: 1 for name in DIMENSIONS}, **difficulty, "steps": steps})
-    scenario = request.scenario.id if path[0] in graph.skills_of(request.scenario.id) else None
     return [blueprint_for(graph, path, seed=derive_seed(seed, "make", request.text),
-                          index=index, difficulty=levels, scenario=scenario,
+                          index=index, difficulty=levels, scenario=request.scenario.id,
                           numbers=request.numbers)
             for index in range(first, first + count)]
 
@@ -106,7 +105,7 @@ def make(text: str, *, graph: SkillGraph, embedder: Embedder, runtime, count: in
 
     started = time.monotonic()
     request = understand(text, graph, embedder, allowed=set(PRIMITIVES) & set(graph.skills))
-    missed = [a for a in request.atoms if a.kind == "action" and a.covered_by is None]
+    missed = request.uncovered
     if missed and not best_effort:
         raise NoMatch(f"not every action of {text!r} can be made: " + "; ".join(
             f"{a.text!r} ({a.why})" for a in missed) + "; the rest maps to "
