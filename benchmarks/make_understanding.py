@@ -1,11 +1,15 @@
 """How well `taskloom make` understands requests: exact skill paths on held-out requests.
 
     .venv/bin/python benchmarks/make_understanding.py [--set benchmarks/data/make_requests.jsonl]
+    .venv/bin/python benchmarks/make_understanding.py --parser llm --model NAME \
+        --base-url http://127.0.0.1:8080/v1    # or $TASKLOOM_LLM_MODEL, $OPENAI_BASE_URL
 
 Each line of the set is a request written apart from the skill texts (and never used to
 tune them), labelled with the skill path it asks for (`path`, in execution order), or
 with `expect`: `no-match` (nothing taskloom can make) or `refuse` (the network, real hosts,
-harm). For each request: understand it offline (the default embedding model, rules), then
+harm). For each request: understand it (offline: the default embedding model and rules; with
+`--parser llm`, a model's reading, cached under $TASKLOOM_CACHE, counted when it fell back
+to the offline parser), then
 generate a task of the chosen path (procedural, no sandbox), as `make` does. Prints the
 exact-path accuracy (the task's skills are exactly those asked for, every action
 covered), skill recall, the two-action subset, the no-match and refusal answers, and the
@@ -28,7 +32,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--set", type=Path, default=SET, help="labelled requests (JSONL)")
     parser.add_argument("--show", type=int, default=25, help="misses to print")
+    parser.add_argument("--parser", choices=("offline", "llm"), default="offline",
+                        help="who reads the actions (llm: --model or $TASKLOOM_LLM_MODEL)")
+    parser.add_argument("--model", help="model of --parser llm")
+    parser.add_argument("--base-url", help="its OpenAI-compatible server")
     args = parser.parse_args()
+    from taskloom.config import LLMConfig
     from taskloom.errors import NoDraft, NoMatch
     from taskloom.generators.backends import skill_graph
     from taskloom.generators.procedural.backend import ProceduralGenerator, blueprint_for
@@ -41,6 +50,12 @@ def main() -> None:
     embedder = load_fast_embedder()  # as `make` does
     generator = ProceduralGenerator(graph)
     allowed = set(PRIMITIVES) & set(graph.skills)
+    llm = None
+    if args.parser == "llm":
+        from taskloom.generators.llm.intent import intent_model
+
+        llm = intent_model(LLMConfig(model=args.model, base_url=args.base_url))
+    fallbacks = 0
     exact = recall_hit = recall_all = baseline = 0
     pairs_exact = pairs = answered = negatives = 0
     confusion: Counter[tuple[str, str]] = Counter()
@@ -49,11 +64,12 @@ def main() -> None:
     for row in rows:
         text, want = row["request"], tuple(row.get("path", ()))
         try:
-            request = understand(text, graph, embedder, allowed=allowed)
+            request = understand(text, graph, embedder, allowed=allowed, llm=llm)
         except NoMatch as exc:
             got, reason = ("refuse" if "will not make" in str(exc) else "no-match"), str(exc)
         else:
             missed = request.uncovered
+            fallbacks += bool(request.note)
             path = tuple(m.id for m in request.skills)
             got, reason = (path if not missed else "no-match"), ""
             if not missed:
@@ -92,6 +108,8 @@ def main() -> None:
     print(f"skill recall: {recall_hit}/{recall_all} = {recall_hit / recall_all:.1%}")
     print(f"two actions:  {pairs_exact}/{pairs} = {pairs_exact / max(pairs, 1):.1%}")
     print(f"no-match and refuse answered right: {answered}/{negatives}")
+    if llm:
+        print(f"parser: {llm.model}; fell back to the offline parser on {fallbacks}")
     print(f"baseline (nearest single skill, single-action requests): {baseline}/"
           f"{labelled - pairs} = {baseline / max(labelled - pairs, 1):.1%}")
     print("\nconfusion pairs (asked -> chosen):")

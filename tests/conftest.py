@@ -86,3 +86,20 @@ def validate(runtime_name, request):
         return validate_folder(path, runtime, ValidationConfig(**options))
 
     return run
+
+
+@pytest.fixture()
+def scripted():
+    """scripted(*replies) -> a started `ScriptedServer` answering those replies, closed after."""
+    from llmservers import ScriptedServer
+
+    servers = []
+
+    def start(*replies):
+        server = ScriptedServer(list(replies))
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.close()

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from llmservers import Reply, ScriptedServer, free_port
+from llmservers import Reply, free_port
 
 from taskloom.config import LLMConfig, load_run_config, with_llm_environment
 from taskloom.errors import (
@@ -35,20 +35,6 @@ from taskloom.pipeline.runner import Runner
 from taskloom.pipeline.store import RunStore
 
 PLAN = json.dumps({"title": "Rotate logs", "details": ["/srv/ops/logs holds 12 files"]})
-
-
-@pytest.fixture()
-def scripted():
-    servers = []
-
-    def start(*replies: Reply) -> ScriptedServer:
-        server = ScriptedServer(list(replies))
-        servers.append(server)
-        return server
-
-    yield start
-    for server in servers:
-        server.close()
 
 
 def llm_config(base_url: str, **values) -> LLMConfig:

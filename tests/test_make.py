@@ -113,6 +113,38 @@ def test_direction_decides_between_a_conversion_and_its_reverse(embedder):
         "json.to_csv"
 
 
+@pytest.mark.parametrize(("request_text", "path"), [
+    ("dump the users table of crm.db to csv, then keep just the email and name columns",
+     ["sqlite.export_csv", "csv.select_columns"]),  # "columns" names the operation
+    ("from prices.csv, report the 3 most expensive products", ["csv.top_n"]),  # a setting
+    ("which urls return 502s most often in the nginx access log", ["logs.failing_paths"]),
+    ("give me a tarball of the files at HEAD of the docs repo", ["git.export_tree"]),
+    ("zip up every .docx and .xlsx in the shared folder", ["archive.zip_selected"]),
+])
+def test_operation_words_settings_and_named_results_decide_close_skills(embedder,
+                                                                        request_text, path):
+    assert [m.id for m in understand(request_text, skill_graph(()), embedder).skills] == path
+
+
+@pytest.mark.parametrize(("request_text", "why"), [
+    ("build the go service from source with make install", "compiling code"),
+    ("train a model that predicts churn from customers.csv", "machine learning"),
+    ("renew the TLS certificate of the intranet site", "setting up servers"),
+])
+def test_work_no_skill_does_is_not_covered_whatever_files_it_names(embedder, request_text,
+                                                                   why):
+    with pytest.raises(NoMatch, match=why):
+        understand(request_text, skill_graph(()), embedder)
+
+
+def test_excel_as_the_reader_is_not_a_format_but_an_excel_workbook_is(embedder):
+    graph = skill_graph(())
+    assert [m.id for m in understand("convert the orders JSON to CSV for Excel", graph,
+                                     embedder).skills] == ["json.to_csv"]
+    with pytest.raises(NoMatch, match="Excel"):
+        understand("convert the orders JSON to an Excel workbook", graph, embedder)
+
+
 def test_an_action_in_a_format_nothing_handles_is_not_covered(embedder):
     with pytest.raises(NoMatch, match="YAML"):
         understand("convert the YAML inventory to CSV", skill_graph(()), embedder)

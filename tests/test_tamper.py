@@ -234,6 +234,13 @@ BY_HAND = ("echo '{user}:x:901:901::/nonexistent:/usr/sbin/nologin' >> /etc/pass
            "echo '{group}:x:901:' >> /etc/group\nchown -R 901:901 {tree}\n")
 
 
+def generated_task(tmp_path: Path, skills: tuple[str, ...]) -> Path:
+    """The folder of the procedural task of `skills` at seed 0."""
+    generator = backend_for(RunConfig(seed=0)).generator
+    draft = generator.generate(blueprint_for(generator.graph, skills, seed=0))
+    return write_task_folder(draft.task, tmp_path / "task")
+
+
 @pytest.mark.docker
 @pytest.mark.parametrize(("solution", "earns"), [(ALIAS_FIRST, False), (MOVED_TO_ROOT, False),
                                                   (HIDDEN_BY_CR, False), (RENAMED, False),
@@ -241,9 +248,7 @@ BY_HAND = ("echo '{user}:x:901:901::/nonexistent:/usr/sbin/nologin' >> /etc/pass
                          ids=["alias-first", "moved-to-root", "hidden-by-cr", "renamed",
                               "by-hand"])
 def test_owner_checks_want_one_account_per_name_and_id(tmp_path, validate, solution, earns):
-    generator = backend_for(RunConfig(seed=0)).generator
-    draft = generator.generate(blueprint_for(generator.graph, ("perms.chown_tree",), seed=0))
-    folder = write_task_folder(draft.task, tmp_path / "task")
+    folder = generated_task(tmp_path, ("perms.chown_tree",))
     reference = (folder / "solution" / "solve.sh").read_text()
     user, group, tree = re.search(r"chown -R (\S+):(\S+) (\S+)", reference).groups()
     (folder / "solution" / "solve.sh").write_text(
@@ -264,9 +269,7 @@ ONE_SYMLINKED = ("f=$(find {tree} -type f | sort | head -n 1)\n"
 @pytest.mark.parametrize("tampering", [ALL_BUT_ONE_REMOVED, ONE_SYMLINKED],
                          ids=["all-but-one-removed", "one-symlinked"])
 def test_mode_checks_want_every_file_of_the_last_step_in_place(tmp_path, validate, tampering):
-    generator = backend_for(RunConfig(seed=0)).generator
-    draft = generator.generate(blueprint_for(generator.graph, ("perms.set_modes",), seed=0))
-    folder = write_task_folder(draft.task, tmp_path / "task")
+    folder = generated_task(tmp_path, ("perms.set_modes",))
     solve = folder / "solution" / "solve.sh"
     tree = re.search(r"find (\S+) -type d", solve.read_text()).group(1)
     solve.write_text(solve.read_text() + tampering.format(tree=tree))
@@ -276,10 +279,7 @@ def test_mode_checks_want_every_file_of_the_last_step_in_place(tmp_path, validat
 
 @pytest.mark.docker
 def test_a_hard_link_to_the_original_is_not_a_copy(tmp_path, validate):
-    generator = backend_for(RunConfig(seed=0)).generator
-    draft = generator.generate(blueprint_for(generator.graph, ("script.make_executable",),
-                                             seed=0))
-    folder = write_task_folder(draft.task, tmp_path / "task")
+    folder = generated_task(tmp_path, ("script.make_executable",))
     solve = folder / "solution" / "solve.sh"
     install = next(line for line in solve.read_text().splitlines() if line.startswith("install"))
     source, dest = (shlex.quote(word) for word in shlex.split(install)[-2:])
@@ -287,5 +287,29 @@ def test_a_hard_link_to_the_original_is_not_a_copy(tmp_path, validate):
     solve.write_text(solve.read_text() + f"cp -p {dest} /var/tmp/kept && rm {dest}\n"
                      f"ln {source} {dest}\nchown --reference=/var/tmp/kept {dest}\n"
                      f"chmod --reference=/var/tmp/kept {dest}\n")
+    report = validate(folder, checks=("oracle",))
+    assert not report.accepted, [(v.check, v.details) for v in report.verdicts]
+
+
+# After the reference solution: the loaded table cut to one row once the next step has read
+# it (a non-final import whose checks saw only the columns and types passed that, and a
+# forger's one-row table with totals taken from the CSV by awk earned reward 1); the table
+# swapped for a view of its rows (a forger's FTS4 table over a view of undeleted rows, and
+# a generated column pragma_table_info does not list, passed a check of the names alone).
+CUT_TO_ONE_ROW = "sqlite3 {database} 'DELETE FROM {table} WHERE rowid > 1'\n"
+SWAPPED_FOR_VIEW = ("sqlite3 {database} 'ALTER TABLE {table} RENAME TO kept; "
+                    "CREATE VIEW {table} AS SELECT * FROM kept'\n")
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("tampering", [CUT_TO_ONE_ROW, SWAPPED_FOR_VIEW],
+                         ids=["cut-to-one-row", "swapped-for-a-view"])
+def test_a_table_an_earlier_step_loaded_is_checked_whole(tmp_path, validate, tampering):
+    folder = generated_task(tmp_path, ("sqlite.import_csv", "sqlite.group_by"))
+    solve = folder / "solution" / "solve.sh"
+    database, table = re.search(r"sqlite3 (.+?) <<'SQL'\nCREATE TABLE (\"\w+\")",
+                                solve.read_text()).groups()
+    assert validate(folder, checks=("oracle",)).accepted
+    solve.write_text(solve.read_text() + tampering.format(database=database, table=table))
     report = validate(folder, checks=("oracle",))
     assert not report.accepted, [(v.check, v.details) for v in report.verdicts]

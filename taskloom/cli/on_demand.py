@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -10,6 +11,13 @@ from rich.markup import escape
 
 from taskloom.cli.common import app, console, fail, stdout
 from taskloom.errors import TaskloomError
+
+
+class Parser(StrEnum):
+    """Who reads a request's actions."""
+
+    OFFLINE = "offline"
+    LLM = "llm"
 
 
 @app.command()
@@ -29,6 +37,17 @@ def make(
     best_effort: Annotated[bool, typer.Option(
         "--best-effort", help="Make the actions that can be made even when some cannot "
                               "(they are listed as not covered).")] = False,
+    parser: Annotated[Parser, typer.Option(
+        help="Who reads the request's actions: offline (rules and embeddings), or llm: an "
+             "OpenAI-compatible model, named by --model or $TASKLOOM_LLM_MODEL, on the "
+             "server of --base-url or $OPENAI_BASE_URL (`mock` runs offline). Answers are "
+             "cached; one that cannot be used falls back to offline, with a note.")]
+        = Parser.OFFLINE,
+    model: Annotated[str | None, typer.Option(
+        help="Model of --parser llm (default $TASKLOOM_LLM_MODEL).")] = None,
+    base_url: Annotated[str | None, typer.Option(
+        help="OpenAI-compatible server of --parser llm, e.g. http://127.0.0.1:8080/v1 "
+             "(default $OPENAI_BASE_URL, else OpenAI).")] = None,
 ) -> None:
     """Make one verified task from a sentence, offline, in seconds.
 
@@ -38,19 +57,25 @@ def make(
     skill path. Prints every action, constraint and named value with what covers it, the
     scenario and difficulty, and where the task is. Exit 2, writing nothing, when an action
     cannot be made (the nearest skills are named; --best-effort makes the rest) or when
-    the request is refused (the network, real hosts, harm).
+    the request is refused (the network, real hosts, harm); exit 2 too for --parser llm
+    with no model named.
     """
+    from taskloom.config import LLMConfig
     from taskloom.pipeline.on_demand import make_task
 
     try:
         with console.status("starting") as spinner:
             result = make_task(request, count=count, difficulty=difficulty, out=out,
                                runtime=runtime, seed=seed, best_effort=best_effort,
+                               parser=parser.value,
+                               llm=LLMConfig(model=model, base_url=base_url),
                                status=spinner.update)
     except TaskloomError as exc:
         raise fail(exc) from exc
     understood = result.request
-    stdout.print("[bold]understood[/]")
+    if understood.note:
+        stdout.print(f"[yellow]note[/]: {escape(understood.note)}", soft_wrap=True)
+    stdout.print(f"[bold]understood[/] (by the {understood.parser} parser)")
     kept = set(result.honored)
     for atom in understood.atoms:
         if atom.kind == "action":

@@ -47,6 +47,8 @@ CANDIDATES = 6  # skills per action considered when choosing a chaining path
 TARGET_BONUS = 0.12  # the skill writes the format the action turns its input into
 SOURCE_BONUS = 0.06  # the skill reads the format the action names as its input
 REVERSED = 0.15  # the skill goes the other way (reads the target, writes the source)
+TARGET_MISS = 0.06  # the action names what it makes, and the skill makes something else
+CUE_BONUS = 0.08  # the action names the skill's own operation (see CUES)
 TOOL_BONUS = 0.05  # a tool the user named (awk, jq, git...) and the skill uses
 
 # Words for the artifact types of the graph, most specific first; `None`: a format no
@@ -68,6 +70,12 @@ FORMAT_WORDS: tuple[tuple[str, str | None], ...] = (
 )
 _FORMAT = re.compile("|".join(f"(?P<f{i}>(?<![\\w-])(?:{words})(?![\\w-]))"
                               for i, (words, _) in enumerate(FORMAT_WORDS)), re.I)
+# An extension as a kind of file in a tree (".xlsx", "*.pdf", "pdf/"), not a format to read.
+_FILE_KIND = re.compile(r"(?:(?:^|[^\w.])\*?\.\|)|\|/\Z")
+# Who will open the result, not its format: "a CSV for Excel", "so finance can open it in
+# Excel" (an Excel workbook, "to xlsx", stays a format no skill writes).
+_READER = re.compile(r"\b(?:for|in|with|using)\s+(?:ms\s+|microsoft\s+)?excel\b|"
+                     r"\bexcel\s+(?:can|will|could)\s+(?:open|read)\b", re.I)
 # Before a format it writes: "into CSV", "as JSON", "make a tar.gz of", "write a manifest".
 _TO = re.compile(r"(?:\b(?:to|into|as|make|create|build|write|produce|generate|give me|"
                  r"need|want|bundle|pack)\s+(?:an?\s+|the\s+|one\s+|proper\s+|plain\s+|"
@@ -105,6 +113,11 @@ _PREAMBLE = re.compile(
     r"student|engineer|admin|operator)|someone|they|you)?\s*"
     r"(?:must|has to|have to|should|needs? to|will|is asked to|gets? to|can)?\s*[:,-]?\s*",
     re.I)
+# "..., keeping the subfolders": how the action before is done
+_MANNER = re.compile(r"(?:keeping|leaving|preserving|retaining|excluding|skipping|ignoring|"
+                     r"without|but not|except)\b", re.I)
+# "from prices.csv, report ...": where the action happens, not an action of its own
+_SETTING = re.compile(r"(?:from|in|on|for|using|with|inside|within|at)\s+[^,]*\Z", re.I)
 _SUBJECT = re.compile(r"^(?:you've|you have|you|we've|we have|we|they've|they|it's|it is)\s+",
                       re.I)
 CONSTRAINTS = (
@@ -119,6 +132,44 @@ CONSTRAINTS = (
                              r"greater)\s+than\s+([\w.]+(?:\s+\w+)?)", re.I)),
     ("order", re.compile(r"\b(?:sorted|ordered|ranked|oldest first|newest first|largest "
                          r"first|by time|alphabetical(?:ly)?)\b(?:\s+by\s+(\w+))?", re.I)),
+)
+
+# Words that name an operation outright, which a sentence embedding weighs little against
+# the nouns around them ("set the stock of discontinued items to 0" reads like deleting).
+CUES: tuple[tuple[re.Pattern, tuple[str, ...]], ...] = (
+    (re.compile(r"\b(?:keep|select|only|just|drop|remove|pick)\b.*\bcolumns\b", re.I),
+     ("csv.select_columns",)),
+    (re.compile(r"\b(?:set|mark|change|raise|bump|increase|decrease|correct|flag)\b", re.I),
+     ("sqlite.update_rows",)),
+    (re.compile(r"\b(?:delete|remove|purge|drop)\b.*\b(?:rows|records|entries)\b", re.I),
+     ("sqlite.delete_rows",)),
+    (re.compile(r"\b(?:top|slowest|fastest|largest|biggest|highest|lowest|smallest|"
+                r"cheapest|most expensive)\s+\d+\b|\b\d+\s+(?:slowest|fastest|largest|"
+                r"biggest|highest|lowest|smallest|cheapest|most expensive)\b", re.I),
+     ("csv.top_n",)),
+    (re.compile(r"\b(?:5\d\d|5xx)s?\b", re.I), ("logs.failing_paths",)),
+    # a condition on a value: "with an amount over 1000", "priced below 5"
+    (re.compile(r"\b(?:over|above|below|under|more than|less than|at least|at most|"
+                r"greater than)\s+\$?\d", re.I), ("csv.filter_rows", "json.filter_records")),
+    (re.compile(r"\b(?:env|dotenv|environment)\s+(?:files?|variables?|vars)\b|\.env\b|"
+                r"\b[A-Z]+_[A-Z_]+="), ("config.to_env",)),
+    (re.compile(r"\bcop(?:y|ies|ying)\b", re.I), ("files.copy_matching",)),
+    (re.compile(r"\bsort(?:s|ed|ing)?\b|\border(?:ed)? by\b", re.I),
+     ("csv.sort_rows", "json.sort_records", "text.sort_unique")),
+    (re.compile(r"\bhow many\b(?!.*\b(?:each|per|every|by)\b)", re.I), ("text.count_lines",)),
+)
+
+# Work no skill does, whatever files it names: building software, machine learning,
+# running servers.
+OUT_OF_SCOPE: tuple[tuple[re.Pattern, str], ...] = (
+    (re.compile(r"\b(?:compil(?:e|es|ed|ing)|cmake|cargo build|make install|gcc|javac)\b",
+                re.I), "compiling code"),
+    (re.compile(r"\b(?:train(?:s|ed|ing)?\b.*\b(?:model|classifier|network)|classifier|"
+                r"machine learning|neural net(?:work)?s?|fine-?tun(?:e|ing))\b", re.I),
+     "machine learning"),
+    (re.compile(r"\b(?:set(?:ting)? up|install(?:ing)?|configur(?:e|ing)|deploy(?:ing)?|run"
+                r"(?:ning)?)\b.*\b(?:web|http|mail|dns|database|ftp|vpn)\s+servers?\b|"
+                r"\b(?:tls|ssl)\b|\bcertificates?\b", re.I), "setting up servers"),
 )
 
 REFUSALS = (
@@ -229,8 +280,10 @@ def _split_on_verbs(piece: str) -> list[str]:
         before = piece[start:found.start()].strip()
         rest = piece[found.end():]
         if _verb(found.group(1)) and len(before.split()) >= 2 and \
-                len(re.split(r"\s*(?:,|\band\b)\s*", rest, maxsplit=1)[0].split()) >= 2 and \
-                not CONSTRAINTS[0][1].match(rest):  # "..., keeping 5" is not an action
+                not _SETTING.match(before) and \
+                len(re.split(r"\s*(?:,|\band\b)\s*", rest, maxsplit=1)[0].split()) >= 3 and \
+                not CONSTRAINTS[0][1].match(rest) and not _MANNER.match(rest):
+            # "..., keeping 5", "..., keeping the subfolders" say how, not what
             parts.append(before)
             start = found.end()
     parts.append(piece[start:].strip())
@@ -252,8 +305,12 @@ def formats(clause: str) -> tuple[str | None, str | None, list[str]]:
     """(source type, target type, formats no skill handles) an action names."""
     source = target = None
     unknown: list[str] = []
+    clause = _READER.sub(lambda m: " " * len(m.group(0)), clause)
     for found in _FORMAT.finditer(clause):
         kind = FORMAT_WORDS[int(found.lastgroup[1:])][1]
+        if _FILE_KIND.search(clause[:found.start()] + "|"
+                             + clause[found.end():found.end() + 1]):
+            continue  # "every .docx and .xlsx", "the *.log files", "pdf/": files of a tree
         if kind is None:
             unknown.append(found.group(0))
             continue
@@ -298,10 +355,17 @@ def parse_intent(text: str, graph: SkillGraph, embedder: Embedder, *,
     per_clause = []
     for clause, vector in zip(clauses, vectors[1:], strict=True):
         source, target, unknown = formats(clause)
+        unknown = [f"reads or writes {word}" for word in dict.fromkeys(unknown)] + \
+            [f"does {what} ({found.group(0)!r})" for pattern, what in OUT_OF_SCOPE
+             if (found := pattern.search(clause))]
         scores = table.scores(vector)
         for index, skill in enumerate(skills):
             scores[index] += _format_fit(graph, skill, source, target)
             scores[index] += TOOL_BONUS * len(set(graph.skills[skill].tools) & set(tools))
+        for cue, cued in CUES:
+            if cue.search(clause):
+                for skill in set(cued) & set(skills):
+                    scores[skills.index(skill)] += CUE_BONUS
         best = (-scores).argsort(kind="stable")[:CANDIDATES]
         per_clause.append((clause, source, target, unknown,
                            [(skills[i], float(scores[i])) for i in best]))
@@ -315,7 +379,7 @@ def parse_intent(text: str, graph: SkillGraph, embedder: Embedder, *,
                                                                      strict=True):
         why = ""
         if unknown:
-            why = f"no skill reads or writes {', '.join(dict.fromkeys(unknown))}"
+            why = f"no skill {'; '.join(unknown)}"
         elif path and path[-1] != skill and not graph.chains(path[-1], skill):
             why = (f"{skill} reads {graph.skills[skill].consumes}, which {path[-1]} does not "
                    f"write (no skill path does both)")
@@ -344,7 +408,7 @@ def _format_fit(graph: SkillGraph, skill: str, source: str | None, target: str |
 
     fit = 0.0
     if target:
-        fit += TARGET_BONUS if fits(target, produces) else 0.0
+        fit += TARGET_BONUS if fits(target, produces) else -TARGET_MISS
         if fits(target, consumes) and not fits(target, produces):
             fit -= REVERSED
     if source:
@@ -352,6 +416,11 @@ def _format_fit(graph: SkillGraph, skill: str, source: str | None, target: str |
         if target and fits(source, produces) and not fits(source, consumes):
             fit -= REVERSED
     return fit
+
+
+def chained(graph: SkillGraph, skills: list[str] | tuple[str, ...]) -> bool:
+    """True when each skill of `skills` reads what the one before writes (or repeats it)."""
+    return all(a == b or graph.chains(a, b) for a, b in itertools.pairwise(skills))
 
 
 def _best_path(graph: SkillGraph,
@@ -362,8 +431,7 @@ def _best_path(graph: SkillGraph,
     """
     best, best_total = [c[0] for c in candidates], None
     for combo in itertools.product(*candidates):
-        names = [name for name, _ in combo]
-        if not all(a == b or graph.chains(a, b) for a, b in itertools.pairwise(names)):
+        if not chained(graph, [name for name, _ in combo]):
             continue
         total = sum(score for _, score in combo)
         if best_total is None or total > best_total + 1e-9:

@@ -1,17 +1,19 @@
 """Natural-language request → structured parameters (skills, scenario, difficulty, constraints).
 
-Offline: the request's actions become a skill path (`taskloom.generators.intent`), its best
-scenario is matched by embedding similarity (title, description, domain) among those that
-hold the path, and rules read words that set difficulty ("messy", "hard", "step by
-step"...), tools and paths the user named, and numbers ("keep 5"). `understand` returns the
-parse with its scores; when no action matches it raises `NoMatch` with the nearest skills,
-never a random guess.
+The request's actions become a skill path, read offline (`taskloom.generators.intent`) or,
+when a model is given, by the model (`taskloom.generators.llm.intent`, which falls back to
+the offline parser with a note when the model's answer cannot be used). Its best scenario
+is matched by embedding similarity (title, description, domain) among those that hold the
+path, and rules read words that set difficulty ("messy", "hard", "step by step"...), tools
+and paths the user named, and numbers ("keep 5"). `understand` returns the parse with its
+scores; when no action matches it raises `NoMatch` with the nearest skills, never a random
+guess.
 """
 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
@@ -19,6 +21,8 @@ from taskloom.embedding import Embedder
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from taskloom.config import LLMConfig
 from taskloom.errors import InputError, NoMatch
 from taskloom.generators.intent import NO_MATCH_FIX, Atom, parse_intent, uncovered
 from taskloom.generators.protocols import DIMENSIONS
@@ -73,6 +77,11 @@ class Request(Frozen):
     file_names: tuple[str, ...] = Field(default=(), description="File names the user named.")
     numbers: tuple[int, ...] = Field(default=(), description="Numbers the user named.")
     tools: tuple[str, ...] = Field(default=(), description="Tools the user named.")
+    parser: Literal["offline", "llm"] = Field(default="offline", description="Whose reading "
+                                              "the atoms are: the offline parser's or the "
+                                              "model's.")
+    note: str = Field(default="", description="Why the offline parser read a request given "
+                      "to the llm parser (its answer could not be used); else empty.")
 
     @property
     def uncovered(self) -> tuple[Atom, ...]:
@@ -82,14 +91,16 @@ class Request(Frozen):
 
 
 def understand(text: str, graph: SkillGraph, embedder: Embedder,
-               allowed: set[str] | None = None) -> Request:
-    """Parse a request offline: its intent atoms and skill path, scenario, difficulty, values.
+               allowed: set[str] | None = None, *, llm: LLMConfig | None = None) -> Request:
+    """Parse a request: its intent atoms and skill path, scenario, difficulty, values.
 
     Args:
         text: The request ("a task where the agent must rotate nginx logs and keep 5").
         graph: The skill graph to match against.
         embedder: Sentence embedder (normalized vectors).
         allowed: Skills that can be generated (default: all of the graph).
+        llm: The model that reads the actions (`llm.intent.intent_model`); None: the
+            offline parser. The rest (scenario, difficulty, values) is read offline.
 
     Raises:
         NoMatch: The request is refused, or no action of it matches a skill; the message
@@ -99,13 +110,21 @@ def understand(text: str, graph: SkillGraph, embedder: Embedder,
     all_tools = sorted({tool for s in graph.skills.values() for tool in s.tools})
     named_tools = tuple(t for t in all_tools if re.search(rf"(?<![\w-]){re.escape(t)}(?![\w-])",
                                                          lowered))
-    intent = parse_intent(text, graph, embedder, allowed=allowed, tools=named_tools)
+    parser, note = "offline", ""
+    if llm is None:
+        intent = parse_intent(text, graph, embedder, allowed=allowed, tools=named_tools)
+    else:
+        from taskloom.generators.llm.intent import parse_with_model
+
+        reading = parse_with_model(text, graph, embedder, llm, allowed=allowed,
+                                   tools=named_tools)
+        intent, parser, note = reading.intent, reading.parser, reading.note
     nearest = tuple(GraphMatch(id=s, score=v) for s, v in intent.nearest)
     if not intent.path:
         missed = "; ".join(f"{a.text!r}: {a.why}" for a in uncovered(intent.atoms))
         close = ", ".join(f"{m.id} ({m.score:.2f})" for m in nearest)
-        raise NoMatch(f"taskloom cannot make {text!r}: {missed}; nearest skills: {close}",
-                      field="request", fix=NO_MATCH_FIX)
+        raise NoMatch(f"taskloom cannot make {text!r}: {missed}; nearest skills: {close}"
+                      + (f" ({note})" if note else ""), field="request", fix=NO_MATCH_FIX)
     paths = tuple(dict.fromkeys(PATH.findall(text)))
     file_names = tuple(dict.fromkeys(FILE_NAME.findall(text)))
     numbers = _numbers(lowered)
@@ -115,7 +134,7 @@ def understand(text: str, graph: SkillGraph, embedder: Embedder,
                    scenario=_scenario(text, graph, embedder, intent.path), nearest=nearest,
                    atoms=intent.atoms + tuple(Atom(kind="value", text=v) for v in values),
                    difficulty=_difficulty(lowered), paths=paths, file_names=file_names,
-                   numbers=numbers, tools=named_tools)
+                   numbers=numbers, tools=named_tools, parser=parser, note=note)
 
 
 _CACHE: dict[tuple, np.ndarray] = {}

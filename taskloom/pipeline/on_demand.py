@@ -1,9 +1,10 @@
 """On-demand tasks: one request in words → the best verified task, in seconds.
 
-understand the request (its actions in order and the skill path covering them, scenario,
-difficulty, constraints) → plan K candidate blueprints of exactly that path → generate →
-validate them in parallel → return the best accepted one (the most named paths, files and
-numbers used, then the lowest candidate number). When none of K passes, K more are tried once.
+understand the request (its actions in order and the skill path covering them, read
+offline or, with `parser="llm"`, by a model; scenario, difficulty, constraints) → plan K
+candidate blueprints of exactly that path → generate → validate them in parallel → return
+the best accepted one (the most named paths, files and numbers used, then the lowest
+candidate number). When none of K passes, K more are tried once.
 """
 
 from __future__ import annotations
@@ -12,12 +13,13 @@ import re
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 
-from taskloom.config import ValidationConfig
+from taskloom.config import LLMConfig, ValidationConfig
 from taskloom.embedding import Embedder
-from taskloom.errors import NoDraft, NoMatch, NoVerifiedTask
+from taskloom.errors import InputError, NoDraft, NoMatch, NoVerifiedTask
 from taskloom.generators.procedural.backend import ProceduralGenerator, blueprint_for
 from taskloom.generators.protocols import DIMENSIONS, STEP_RANGES, Blueprint, Difficulty, Draft
 from taskloom.generators.request import Request, understand
@@ -43,19 +45,23 @@ class MakeResult(Frozen):
 
 def make_task(text: str, *, count: int = 3, difficulty: str | dict[str, int] | None = None,
               out: Path | None = None, runtime: str = "docker", seed: int = 0,
-              best_effort: bool = False,
+              best_effort: bool = False, parser: Literal["offline", "llm"] = "offline",
+              llm: LLMConfig | None = None,
               status: Callable[[str], None] = lambda step: None) -> MakeResult:
     """One verified task for a request in words, with everything it needs opened here.
 
     The shipped skill graph, the default embedding model (run in numpy: ready in under a
     second, where loading torch takes seconds) and a sandbox runtime (closed when done).
-    `status` is told each step as it starts (the CLI shows a spinner).
+    `parser="llm"` has a model read the request's actions: `llm`'s model and server, else
+    $TASKLOOM_LLM_MODEL and $OPENAI_BASE_URL. `status` is told each step as it starts (the
+    CLI shows a spinner).
 
     Raises:
         NoMatch: The request is refused, matches no skill (the message names the nearest
             ones), or has an action no skill covers and `best_effort` is off.
         NoVerifiedTask: No candidate passed validation (with the reasons).
-        InputError: A difficulty that cannot be read.
+        InputError: A difficulty or parser that cannot be read.
+        ConfigError: `parser="llm"` and no model is named.
     """
     from taskloom.generators.backends import skill_graph
     from taskloom.generators.request import difficulty_from_option
@@ -64,13 +70,23 @@ def make_task(text: str, *, count: int = 3, difficulty: str | dict[str, int] | N
 
     levels = difficulty_from_option(difficulty) if isinstance(difficulty, str) or \
         difficulty is None else dict(difficulty)
-    status("understanding the request")
+    if parser == "llm":
+        from taskloom.generators.llm.intent import intent_model
+
+        llm = intent_model(llm)  # before anything is opened: no model named fails here
+    elif parser == "offline":
+        llm = None
+    else:
+        raise InputError(f"unknown parser {parser!r}", field="--parser",
+                         fix="use offline or llm")
+    status(f"understanding the request with {llm.model}" if llm else
+           "understanding the request")
     embedder = load_fast_embedder()
     with open_runtime(runtime) as sandbox:
         status(f"generating and validating {count} candidates")
         return make(text, graph=skill_graph(()), embedder=embedder, runtime=sandbox,
                     count=count, difficulty=levels, out=out, seed=seed,
-                    best_effort=best_effort)
+                    best_effort=best_effort, llm=llm)
 
 
 def candidate_blueprints(request: Request, graph: SkillGraph, *, count: int, seed: int,
@@ -92,8 +108,10 @@ def candidate_blueprints(request: Request, graph: SkillGraph, *, count: int, see
 def make(text: str, *, graph: SkillGraph, embedder: Embedder, runtime, count: int = 3,
          difficulty: dict[str, int] | None = None, out: Path | None = None, seed: int = 0,
          workers: int = 2, config: ValidationConfig | None = None,
-         best_effort: bool = False) -> MakeResult:
+         best_effort: bool = False, llm: LLMConfig | None = None) -> MakeResult:
     """Turn a request into the best verified task of exactly the skills it asks for.
+
+    `llm`: the model that reads the request's actions (None: the offline parser).
 
     Raises:
         NoMatch: The request is refused, matches no skill (the message names the nearest
@@ -104,7 +122,8 @@ def make(text: str, *, graph: SkillGraph, embedder: Embedder, runtime, count: in
     from taskloom.validators.engine import validate_all, validate_task
 
     started = time.monotonic()
-    request = understand(text, graph, embedder, allowed=set(PRIMITIVES) & set(graph.skills))
+    request = understand(text, graph, embedder, allowed=set(PRIMITIVES) & set(graph.skills),
+                         llm=llm)
     missed = request.uncovered
     if missed and not best_effort:
         raise NoMatch(f"not every action of {text!r} can be made: " + "; ".join(

@@ -122,3 +122,26 @@ class JudgeAnswer(Answer):
                     "not ask for; leak: the instruction gives away expected outputs.")
     explanation: str = Field(min_length=1, description="One or two sentences: what is "
                              "missing or leaked, naming the test and the value.")
+
+
+class ActionAnswer(Answer):
+    """One action of a request, and the listed skill that does it."""
+
+    words: str = Field(min_length=1, description="The request's words for this action, "
+                       "quoted.")
+    skill: str | None = Field(description="Id of the listed skill that does it, or null "
+                              "when none does.")
+    source: str | None = Field(description="Format it reads (a listed format), or null.")
+    target: str | None = Field(description="Format it writes (a listed format), or null.")
+
+
+class IntentAnswer(Answer):
+    """A request read as actions in the order they happen, constraints and a refusal."""
+
+    actions: list[ActionAnswer] = Field(description="The actions, in the order they must "
+                                        "happen (not the order they are written).")
+    constraints: list[str] = Field(description="The request's words for limits and "
+                                   "conditions (keep 5, skipping drafts, older than 30 "
+                                   "days); may be empty.")
+    refusal: str | None = Field(description="Why no task should be made (it reaches the "
+                                "network or real hosts, or asks for harm), or null.")

@@ -11,6 +11,7 @@ answers that are valid and, where it can, lead to accepted tasks:
 | `DraftAnswer` | a small CSV task, one step per skill (up to 8), that passes validation |
 | `RefineAnswer` | a diagnosis naming the first failed check, every field null (no change) |
 | `JudgeAnswer` | `ok`, with an explanation counting the paths and tests it read |
+| `IntentAnswer` | the offline parser's reading of the request, among the offered skills |
 | anything else | the smallest instance of the JSON schema |
 
 A draft's tests each cite their instruction sentence, and it ships one mutant per rule it
@@ -172,6 +173,25 @@ def _judge(asked: _Asked, rng: random.Random) -> dict[str, Any]:
             "explanation": f"The instruction names {paths} path(s) and says what each of "
                            f"the {tests} test(s) checks, without stating the expected "
                            "values."}
+
+
+def _intent(asked: _Asked, rng: random.Random) -> dict[str, Any]:
+    """The offline parser's actions and constraints (shipped graph, offered skills only)."""
+    from taskloom.generators.backends import skill_graph
+    from taskloom.generators.intent import parse_intent, refusal
+    from taskloom.minilm import load_fast_embedder
+
+    text = asked.find(r"^Request: (.+)$")
+    reason = refusal(text)
+    if reason or not text:
+        return {"actions": [], "constraints": [], "refusal": reason}
+    graph = skill_graph(())
+    offered = set(re.findall(r"^([\w.]+) \[", asked.user, re.MULTILINE)) & set(graph.skills)
+    intent = parse_intent(text, graph, load_fast_embedder(), allowed=offered or None)
+    return {"actions": [{"words": a.text, "skill": a.covered_by, "source": a.source,
+                         "target": a.target} for a in intent.atoms if a.kind == "action"],
+            "constraints": [a.text for a in intent.atoms if a.kind == "constraint"],
+            "refusal": None}
 
 
 # -- the generator: a CSV task, one step per skill ------------------------------------------
@@ -526,4 +546,4 @@ def schema_instance(schema: dict[str, Any]) -> Any:
 
 WRITERS: dict[str, Callable[[_Asked, random.Random], dict[str, Any]]] = {
     "PlanAnswer": _plan, "RewriteAnswer": _rewrite, "DraftAnswer": _draft,
-    "RefineAnswer": _refine, "JudgeAnswer": _judge}
+    "RefineAnswer": _refine, "JudgeAnswer": _judge, "IntentAnswer": _intent}

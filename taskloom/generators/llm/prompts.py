@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from taskloom.generators.llm.exchange import ChatMessage, ChatRequest
 
-PROMPT_NAMES = ("planner", "generator", "refiner", "rewriter", "judge")
+PROMPT_NAMES = ("planner", "generator", "refiner", "rewriter", "judge", "intent")
 _SECTION = re.compile(r"^<!-- taskloom:(system|user) -->\s*$", re.MULTILINE)
 _SLOT = re.compile(r"\{\{\s*([a-z_]+)\s*\}\}")
 

@@ -23,6 +23,7 @@ from taskloom.generators.procedural.checks import Assertion, render_tests
 from taskloom.generators.procedural.domains import domain as get_domain
 from taskloom.generators.procedural.primitives import PRIMITIVES, SOURCES
 from taskloom.generators.procedural.primitives.base import Rule, StepContext, StepResult
+from taskloom.generators.procedural.primitives.sqlite import end_states
 from taskloom.generators.procedural.world import World
 from taskloom.generators.protocols import Blueprint
 from taskloom.generators.verifier import verifier_files
@@ -106,6 +107,10 @@ def assemble(blueprint: Blueprint, graph: SkillGraph, attempt: int = 0) -> Assem
     checks = [dataclasses.replace(check, demands=demands(result, difficulty.specification))
               for result, visible in zip(results, shown, strict=True) if visible
               for check in result.checks]
+    for steps, check in end_states([(r.output, r.side_effect) for r in results]):
+        words = (word for step in steps for word in demands(results[step],
+                                                            difficulty.specification))
+        checks.append(dataclasses.replace(check, demands=tuple(dict.fromkeys(words))))
     uncited = [c.label for c in checks if not all(quote in instruction for quote in c.demands)]
     if uncited:
         raise TypeError(f"the check {uncited[0]!r} cites words the instruction does not show")

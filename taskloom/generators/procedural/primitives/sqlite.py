@@ -10,8 +10,10 @@ must stay true after such steps: a non-final import checks the columns and value
 delete that its rows are gone, an update (a sample of) the rows it changed; both also check
 a row or two they leave alone (those exactly on a threshold's bound first), so a solution
 that ignores the condition or includes the bound fails. Edits carry those rows in
-`EditedDb.pinned` and later edits choose conditions that leave them alone. The last step
-of the chain checks the whole table.
+`EditedDb.pinned` and later edits choose conditions that leave them alone. The whole table
+is checked as the chain leaves it: by the last step when that step changes it, else by
+`end_states` (a non-final import checked only its columns and types once, and a one-row
+table with totals computed from the CSV earned the reward).
 
 Each step declares the rules its sentence states (`Rule`) where the data exercises them:
 the condition and its strict bound, the sort key, direction and tie-break, the header row,
@@ -103,6 +105,19 @@ def _key(db: SqliteDb) -> int | None:
         if kind in ("TEXT", "INTEGER") and len(set(values)) == len(values):
             return index
     return None
+
+
+# An ordinary table (not a view, nor a virtual table over other rows), each column with the
+# type affinity SQLite gives its declared type, hidden and generated columns included.
+_SCHEMA = ("SELECT (SELECT type FROM sqlite_master WHERE name = '{table}' AND sql LIKE "
+           "'CREATE TABLE%') || ': ' || group_concat(name || ' ' || CASE "
+           "WHEN upper(type) LIKE '%INT%' THEN 'INTEGER' "
+           "WHEN upper(type) GLOB '*CHAR*' OR upper(type) GLOB '*CLOB*' "
+           "OR upper(type) GLOB '*TEXT*' THEN 'TEXT' "
+           "WHEN type = '' OR upper(type) GLOB '*BLOB*' THEN 'BLOB' "
+           "WHEN upper(type) GLOB '*REAL*' OR upper(type) GLOB '*FLOA*' "
+           "OR upper(type) GLOB '*DOUB*' THEN 'REAL' ELSE 'NUMERIC' END, ', ') "
+           "FROM pragma_table_xinfo('{table}')")
 
 
 def _script(options: str, path: str, sql: str, out: str = "") -> str:
@@ -207,9 +222,9 @@ def import_csv(ctx: StepContext, source) -> StepResult:
     typeof = " || ' ' || ".join(f"typeof({ident(name)})" for name, _ in columns)
     checks = [
         CommandText(f"`{out}` has the table {table} with its columns",
-                    argv=_sqlite(out, f"SELECT group_concat(name, ' ') FROM "
-                                      f"pragma_table_info('{table}')"),
-                    expected=" ".join(name for name, _ in columns) + "\n", compare="lines"),
+                    argv=_sqlite(out, _SCHEMA.format(table=table)),
+                    expected="table: " + ", ".join(f"{name} {kind}" for name, kind in columns)
+                    + "\n", compare="lines"),
         CommandText(f"the columns of {table} hold typed values",
                     argv=_sqlite(out, f"SELECT DISTINCT {typeof} FROM {ident(table)}"),
                     expected=" ".join(kind.lower() for _, kind in columns) + "\n",
@@ -727,3 +742,27 @@ def delete_rows(ctx: StepContext, source) -> StepResult:
                       solution=_script("", db.path, statement), checks=checks,
                       alternative=alternative, tools=("sqlite3",), side_effect=True,
                       rules=tuple(rules))
+
+
+def end_states(outputs: list) -> list[tuple[tuple[int, ...], CommandText]]:
+    """Checks of every table changed in place, holding exactly the rows the chain leaves.
+
+    `outputs` are the steps' outputs in order, with whether each step is a side effect.
+    Returns each check with the indexes of the steps that changed its table (their
+    sentences demand it). A table the last step changes is left out: that step checks the
+    whole of it.
+    """
+    changed: dict[tuple[str, str], list[int]] = {}
+    last: dict[tuple[str, str], SqliteDb] = {}
+    for index, (output, side_effect) in enumerate(outputs):
+        if not isinstance(output, SqliteDb):
+            continue
+        place = (output.path, output.table)
+        last[place] = output
+        if side_effect:
+            changed.setdefault(place, []).append(index)
+    final = len(outputs) - 1
+    return [(tuple(steps), _dump(last[place], last[place].rows,
+                                 f"{place[1]} holds exactly the rows the steps leave in it",
+                                 "lines"))
+            for place, steps in changed.items() if steps[-1] != final]
