@@ -241,6 +241,14 @@ def generated_task(tmp_path: Path, skills: tuple[str, ...]) -> Path:
     return write_task_folder(draft.task, tmp_path / "task")
 
 
+def assert_rejected_after(validate, folder: Path, tampering: str) -> None:
+    """Append `tampering` to the reference solution: the oracle must then earn nothing."""
+    solve = folder / "solution" / "solve.sh"
+    solve.write_text(solve.read_text() + tampering)
+    report = validate(folder, checks=("oracle",))
+    assert not report.accepted, [(v.check, v.details) for v in report.verdicts]
+
+
 @pytest.mark.docker
 @pytest.mark.parametrize(("solution", "earns"), [(ALIAS_FIRST, False), (MOVED_TO_ROOT, False),
                                                   (HIDDEN_BY_CR, False), (RENAMED, False),
@@ -272,9 +280,7 @@ def test_mode_checks_want_every_file_of_the_last_step_in_place(tmp_path, validat
     folder = generated_task(tmp_path, ("perms.set_modes",))
     solve = folder / "solution" / "solve.sh"
     tree = re.search(r"find (\S+) -type d", solve.read_text()).group(1)
-    solve.write_text(solve.read_text() + tampering.format(tree=tree))
-    report = validate(folder, checks=("oracle",))
-    assert not report.accepted, [(v.check, v.details) for v in report.verdicts]
+    assert_rejected_after(validate, folder, tampering.format(tree=tree))
 
 
 @pytest.mark.docker
@@ -284,11 +290,9 @@ def test_a_hard_link_to_the_original_is_not_a_copy(tmp_path, validate):
     install = next(line for line in solve.read_text().splitlines() if line.startswith("install"))
     source, dest = (shlex.quote(word) for word in shlex.split(install)[-2:])
     # Owner and mode as the reference left them, on a second name of the original.
-    solve.write_text(solve.read_text() + f"cp -p {dest} /var/tmp/kept && rm {dest}\n"
-                     f"ln {source} {dest}\nchown --reference=/var/tmp/kept {dest}\n"
-                     f"chmod --reference=/var/tmp/kept {dest}\n")
-    report = validate(folder, checks=("oracle",))
-    assert not report.accepted, [(v.check, v.details) for v in report.verdicts]
+    assert_rejected_after(validate, folder, f"cp -p {dest} /var/tmp/kept && rm {dest}\n"
+                          f"ln {source} {dest}\nchown --reference=/var/tmp/kept {dest}\n"
+                          f"chmod --reference=/var/tmp/kept {dest}\n")
 
 
 # After the reference solution: the loaded table cut to one row once the next step has read
@@ -310,6 +314,4 @@ def test_a_table_an_earlier_step_loaded_is_checked_whole(tmp_path, validate, tam
     database, table = re.search(r"sqlite3 (.+?) <<'SQL'\nCREATE TABLE (\"\w+\")",
                                 solve.read_text()).groups()
     assert validate(folder, checks=("oracle",)).accepted
-    solve.write_text(solve.read_text() + tampering.format(database=database, table=table))
-    report = validate(folder, checks=("oracle",))
-    assert not report.accepted, [(v.check, v.details) for v in report.verdicts]
+    assert_rejected_after(validate, folder, tampering.format(database=database, table=table))

@@ -70,8 +70,9 @@ FORMAT_WORDS: tuple[tuple[str, str | None], ...] = (
 )
 _FORMAT = re.compile("|".join(f"(?P<f{i}>(?<![\\w-])(?:{words})(?![\\w-]))"
                               for i, (words, _) in enumerate(FORMAT_WORDS)), re.I)
-# An extension as a kind of file in a tree (".xlsx", "*.pdf", "pdf/"), not a format to read.
-_FILE_KIND = re.compile(r"(?:(?:^|[^\w.])\*?\.\|)|\|/\Z")
+# An extension as a kind of file in a tree (".xlsx", "*.pdf", "pdf/"), not a format to read:
+# the text before the format word ends in "." or "*." after a non-word character.
+_EXTENSION_BEFORE = re.compile(r"(?:^|[^\w.])\*?\.\Z")
 # Who will open the result, not its format: "a CSV for Excel", "so finance can open it in
 # Excel" (an Excel workbook, "to xlsx", stays a format no skill writes).
 _READER = re.compile(r"\b(?:for|in|with|using)\s+(?:ms\s+|microsoft\s+)?excel\b|"
@@ -308,8 +309,8 @@ def formats(clause: str) -> tuple[str | None, str | None, list[str]]:
     clause = _READER.sub(lambda m: " " * len(m.group(0)), clause)
     for found in _FORMAT.finditer(clause):
         kind = FORMAT_WORDS[int(found.lastgroup[1:])][1]
-        if _FILE_KIND.search(clause[:found.start()] + "|"
-                             + clause[found.end():found.end() + 1]):
+        if _EXTENSION_BEFORE.search(clause[:found.start()]) \
+                or clause[found.end():found.end() + 1] == "/":
             continue  # "every .docx and .xlsx", "the *.log files", "pdf/": files of a tree
         if kind is None:
             unknown.append(found.group(0))
@@ -346,6 +347,7 @@ def parse_intent(text: str, graph: SkillGraph, embedder: Embedder, *,
                       fix="ask for work on files, logs, data, archives, git, permissions, "
                           "cron or config inside the task's own environment")
     skills = sorted(allowed or graph.skills)
+    position = {skill: index for index, skill in enumerate(skills)}
     clauses = actions(text)
     table = SkillTexts.of(graph, skills, embedder)
     vectors = embedder.embed([text, *clauses])
@@ -364,8 +366,9 @@ def parse_intent(text: str, graph: SkillGraph, embedder: Embedder, *,
             scores[index] += TOOL_BONUS * len(set(graph.skills[skill].tools) & set(tools))
         for cue, cued in CUES:
             if cue.search(clause):
-                for skill in set(cued) & set(skills):
-                    scores[skills.index(skill)] += CUE_BONUS
+                for skill in cued:
+                    if skill in position:
+                        scores[position[skill]] += CUE_BONUS
         best = (-scores).argsort(kind="stable")[:CANDIDATES]
         per_clause.append((clause, source, target, unknown,
                            [(skills[i], float(scores[i])) for i in best]))

@@ -27,7 +27,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from taskloom.errors import NotApplicable
-from taskloom.generators.procedural.artifacts import CsvTable, Report, SqliteDb
+from taskloom.generators.procedural.artifacts import Artifact, CsvTable, Report, SqliteDb
 from taskloom.generators.procedural.checks import CommandText, FileText
 from taskloom.generators.procedural.primitives._tables import (
     ColumnValues,
@@ -744,7 +744,8 @@ def delete_rows(ctx: StepContext, source) -> StepResult:
                       rules=tuple(rules))
 
 
-def end_states(outputs: list) -> list[tuple[tuple[int, ...], CommandText]]:
+def end_states(outputs: list[tuple[Artifact, bool]]
+               ) -> list[tuple[tuple[int, ...], CommandText]]:
     """Checks of every table changed in place, holding exactly the rows the chain leaves.
 
     `outputs` are the steps' outputs in order, with whether each step is a side effect.
