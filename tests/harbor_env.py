@@ -106,6 +106,47 @@ def harbor_rewards(task: Path, agent: str, jobs: Path, *, probe: str | None = No
                    ) -> dict[str, float]:
     """Every named reward of the trial, as `harbor_reward` runs it (a multi-step task's
     combined from its steps')."""
+    result = _harbor_run(task, agent, jobs, probe=probe)[-1]
+    return (result.get("verifier_result") or {}).get("rewards") or {}
+
+
+def harbor_dataset_rewards(dataset: Path, agent: str, jobs: Path) -> dict[str, float | None]:
+    """The reward Harbor's `agent` earns on every task of a folder of task folders (one
+    job, two trials at once), by Harbor's task name; run offline as `harbor_reward` runs a
+    task (give it a folder of `harbor_copy`s)."""
+    return {result["task_name"]: ((result.get("verifier_result") or {}).get("rewards")
+                                  or {}).get("reward")
+            for result in _harbor_run(dataset, agent, jobs, concurrent=2)}
+
+
+def harbor_reads_manifest(manifest: Path, folders: Path) -> dict:
+    """What Harbor's own classes make of a dataset.toml and the task folders beside it:
+    {"dataset": name, "pinned": {task: digest}, "hashed": {task: digest}}, the pinned
+    digests read by `DatasetManifest`, the hashed ones computed by Harbor's publisher from
+    each folder `Task` accepts."""
+    script = (
+        "import json, sys\nfrom pathlib import Path\n"
+        "from harbor.models.dataset.manifest import DatasetManifest\n"
+        "from harbor.models.task.task import Task\n"
+        "from harbor.publisher.packager import Packager\n"
+        "manifest = DatasetManifest.from_toml_file(sys.argv[1])\n"
+        "hashed = {}\n"
+        "for folder in sorted(Path(sys.argv[2]).iterdir()):\n"
+        "    if Task.is_valid_dir(folder):\n"
+        "        hashed[Task(folder).name] = 'sha256:' + Packager.compute_content_hash(folder)[0]\n"
+        "print(json.dumps({'dataset': manifest.dataset.name, 'hashed': hashed,\n"
+        "                  'pinned': {t.name: t.digest for t in manifest.tasks}}))\n")
+    python = harbor_bin().with_name("python")
+    done = subprocess.run([str(python), "-c", script, str(manifest), str(folders)],
+                          capture_output=True, text=True, env={**os.environ, **QUIET},
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _harbor_run(path: Path, agent: str, jobs: Path, *, probe: str | None = None,
+                concurrent: int = 1) -> list[dict]:
+    """The trial results of one `harbor run -p path`, offline (see the module docstring)."""
     overlay = jobs / "no-network.yaml"
     overlay.parent.mkdir(parents=True, exist_ok=True)
     overlay.write_text(COMPOSE_OVERLAY)
@@ -117,12 +158,12 @@ def harbor_rewards(task: Path, agent: str, jobs: Path, *, probe: str | None = No
         script = jobs / f"{agent}.sh"
         script.write_text(probe)
         chosen = ["-a", "probe_agent:ProbeAgent", "--ak", f"script={script}"]
-    done = subprocess.run([str(harbor_bin()), "run", "-p", str(task), *chosen,
-                           "--extra-docker-compose", str(overlay), "-o", str(out), "-y"],
-                          capture_output=True, text=True, env=env, timeout=900)
+    done = subprocess.run([str(harbor_bin()), "run", "-p", str(path), *chosen,
+                           "--extra-docker-compose", str(overlay), "-o", str(out),
+                           "-n", str(concurrent), "-y"],
+                          capture_output=True, text=True, env=env, timeout=1800)
     results = sorted(out.glob("*/*/result.json"))
     if not results:
         raise AssertionError(f"harbor wrote no trial result:\n{done.stdout[-3000:]}"
                              f"\n{done.stderr[-3000:]}")
-    result = json.loads(results[-1].read_text(encoding="utf-8"))
-    return (result.get("verifier_result") or {}).get("rewards") or {}
+    return [json.loads(result.read_text(encoding="utf-8")) for result in results]

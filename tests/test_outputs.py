@@ -78,6 +78,23 @@ def harbor_digest_of(folder: Path) -> str:
     return "sha256:" + hashlib.sha256("".join(sorted(records)).encode()).hexdigest()
 
 
+def assert_pinned_copies(manifest_path: Path, folders: Path, tasks: Path) -> None:
+    """`folders` holds a byte-identical copy of every task folder of `tasks` and nothing
+    else but the manifest, which pins each by Harbor's content hash of the copy."""
+    names = {p.name for p in tasks.iterdir()}
+    assert {p.name for p in folders.iterdir() if p.is_dir()} == names
+    for name in names:
+        assert snapshot(folders / name) == snapshot(tasks / name), name
+    manifest = tomllib.loads(manifest_path.read_text())
+    assert manifest["schema_version"] == "1.0"
+    assert manifest["dataset"]["name"] == "acme/terminal-demo"
+    pinned = {entry["name"]: entry["digest"] for entry in manifest["tasks"]}
+    assert len(pinned) == len(names) == 3
+    for name in names:
+        package = tomllib.loads((folders / name / "task.toml").read_text())["task"]["name"]
+        assert pinned[package] == harbor_digest_of(folders / name)
+
+
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory, docker_client_ready) -> Path:
     from taskloom.sandbox.docker_runtime import DockerRuntime
@@ -123,16 +140,7 @@ def test_harbor_export_is_the_task_folders_plus_a_pinned_manifest(run_dir, expor
     exported = {p.name for p in out.iterdir() if p.is_dir()}
     assert exported == {p.name for p in tasks.iterdir()}
     assert "broken-copy" not in exported
-    for name in exported:
-        assert snapshot(out / name) == snapshot(tasks / name), name
-    manifest = tomllib.loads((out / "dataset.toml").read_text())
-    assert manifest["schema_version"] == "1.0"
-    assert manifest["dataset"]["name"] == "acme/terminal-demo"
-    pinned = {entry["name"]: entry["digest"] for entry in manifest["tasks"]}
-    assert len(pinned) == 3
-    for name in exported:
-        package = tomllib.loads((out / name / "task.toml").read_text())["task"]["name"]
-        assert pinned[package] == harbor_digest_of(out / name)
+    assert_pinned_copies(out / "dataset.toml", out, tasks)
     header = (out / "dataset.toml").read_text().split("schema_version")[0]
     assert "1 rejected: oracle-fails" in header and "1 duplicate" in header
     card = (out / "README.md").read_text()
@@ -186,6 +194,53 @@ def test_every_format_has_one_schema(run_dir, exports):
     assert "## Skill coverage" in card and "## Difficulty" in card
     assert "| tasks in this dataset | 3 |" in card
     assert f"| items left out | {items_left_out(run_dir)} |" in card
+
+
+def test_hf_export_holds_the_task_tree_trainers_read(run_dir, exports):
+    """TRL and OpenEnv read `tasks/<task_id>/` from the dataset repo, beside the rows."""
+    out = exports["hf"]
+    assert_pinned_copies(out / "dataset.toml", out / "tasks", run_dir / "tasks")
+    assert [p.name for p in (out / "tasks").iterdir() if not p.is_dir()] == []
+    rows = [row for _, row in read_rows(out)]
+    assert {row.task_id for row in rows} == {p.name for p in (out / "tasks").iterdir()}
+    assert all(row.skills and row.scenario and row.difficulty for row in rows)
+    card = (out / "README.md").read_text()
+    for line in ("harbor run -p tasks/ -a <agent> -m <model>",
+                 'HarborSpec("acme/terminal-demo", agent="bash")',
+                 "data.train_data=", "gym eval run tasks/",
+                 'HarborEnv(run_command=..., dataset_path="tasks/")',
+                 "hf download acme/terminal-demo --repo-type dataset"):
+        assert line in card, line
+
+
+@pytest.mark.slow
+def test_harbor_reads_the_manifests_and_pins_what_it_hashes(exports):
+    """Harbor's own DatasetManifest loads each dataset.toml, and its publisher's content
+    hash of every folder is the digest pinned for it."""
+    from harbor_env import harbor_reads_manifest
+
+    for manifest, folders in ((exports["harbor"] / "dataset.toml", exports["harbor"]),
+                              (exports["hf"] / "dataset.toml", exports["hf"] / "tasks")):
+        read = harbor_reads_manifest(manifest, folders)
+        assert read["dataset"] == "acme/terminal-demo"
+        assert len(read["hashed"]) == 3
+        assert read["pinned"] == read["hashed"], manifest
+
+
+@pytest.mark.slow
+def test_harbor_runs_the_hf_task_tree_oracle_1_nop_0(exports, tmp_path):
+    """`harbor run -p tasks/` on the hf export: Harbor's oracle earns 1 on every task and
+    its nop 0 (run offline: network keys dropped from copies, see harbor_env)."""
+    from harbor_env import harbor_copy, harbor_dataset_rewards
+
+    copies = tmp_path / "tasks"
+    for folder in sorted((exports["hf"] / "tasks").iterdir()):
+        harbor_copy(folder, copies / folder.name)
+    oracle = harbor_dataset_rewards(copies, "oracle", tmp_path / "jobs")
+    nop = harbor_dataset_rewards(copies, "nop", tmp_path / "jobs")
+    assert len(oracle) == len(nop) == 3
+    assert set(oracle.values()) == {1.0}, oracle
+    assert set(nop.values()) == {0.0}, nop
 
 
 @pytest.mark.parametrize("fmt", ["hf", "jsonl", "parquet"])
@@ -258,7 +313,15 @@ def test_push_builds_the_hub_calls(exports):
     assert upload_call == "upload_folder"
     assert upload_kwargs["repo_type"] == "dataset"
     assert upload_kwargs["folder_path"] == str(exports["hf"].resolve())
-    assert upload_kwargs["allow_patterns"] == ["README.md", "data/*.parquet"]
+    from huggingface_hub.utils import filter_repo_objects
+
+    out = exports["hf"]
+    files = [p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()]
+    sent = set(filter_repo_objects(files, allow_patterns=upload_kwargs["allow_patterns"]))
+    assert sent == {"README.md", "dataset.toml",
+                    *(f for f in files if f.startswith(("data/", "tasks/")))}
+    assert any(f.endswith("/environment/Dockerfile") for f in sent)
+    assert "state.json" not in sent
     with pytest.raises(InputError, match="not ORG/NAME"):
         hub_upload(exports["hf"], "no-slash")
     with pytest.raises(InputError, match="not an hf export"):

@@ -216,7 +216,8 @@ def export_command(
     run: Annotated[Path, typer.Argument(help="A run directory (run.duckdb + tasks/).")],
     fmt: Annotated[str, typer.Option("--format", "-f", help="harbor: task folders + "
                                      "dataset.toml; jsonl; parquet; hf: a Hugging Face "
-                                     "dataset (save_to_disk + Parquet shards).")],
+                                     "dataset (save_to_disk + Parquet shards) holding the "
+                                     "tasks/<task_id>/ tree trainers read.")],
     output: Annotated[Path, typer.Option("--out", help="Export folder to write.")],
     name: Annotated[str | None, typer.Option(help="Dataset name, org/name (default "
                                                   "taskloom/run-<id>).")] = None,

@@ -173,10 +173,9 @@ def _usage_section(fmt: str, name: str) -> list[str]:
                 "`dataset.toml`, which pins each task by its content digest.", "",
                 "```bash", *(line.replace("tasks/", ".") for line in run),
                 "taskloom validate .                 # re-prove every task here", "```"]
-    load = {"hf": ['from datasets import load_from_disk, load_dataset',
-                   'rows = load_from_disk("THIS_FOLDER")                 # or:',
-                   f'rows = load_dataset("{name}", split="train")     # once pushed to the Hub'],
-            "parquet": ['from datasets import load_dataset',
+    if fmt == "hf":
+        return _hf_usage(name, run)
+    load = {"parquet": ['from datasets import load_dataset',
                         'rows = load_dataset("parquet", data_files="data/*.parquet", '
                         'split="train")'],
             "jsonl": ["import json",
@@ -187,6 +186,29 @@ def _usage_section(fmt: str, name: str) -> list[str]:
             "taskloom import THIS_FOLDER --out tasks/", *run, "```", "",
             "Without taskloom, each row's `archive` is the task folder as a tar.gz "
             "(`tar xzf`)."]
+
+
+def _hf_usage(name: str, run: list[str]) -> list[str]:
+    """How trainers and Harbor read an hf export: the `tasks/` tree, or the rows."""
+    return ["## Use it", "",
+            "`tasks/<task_id>/` holds every task folder byte for byte (`task_id` is a column) "
+            "and `dataset.toml` pins each by its Harbor content digest. Trainers that read "
+            "Harbor tasks take the folder, or this repository once it is on the Hub:", "",
+            "| reader | the one line |", "|---|---|",
+            "| Harbor | `harbor run -p tasks/ -a <agent> -m <model>` |",
+            f'| TRL (`trl[harbor]`) | `HarborSpec("{name}", agent="bash")`, or '
+            '`HarborSpec("tasks/", agent="bash")` from a local copy |',
+            '| SkyRL (Harbor integration) | `data.train_data="[\'tasks/\']"` |',
+            "| NeMo Gym | `gym eval run tasks/ --agent <agent>` |",
+            '| verifiers (`HarborEnv`) | `HarborEnv(run_command=..., dataset_path="tasks/")` |',
+            "", f"Get the folder with `hf download {name} --repo-type dataset --local-dir "
+            "DIR`, then run Harbor on it:", "", "```bash", *run,
+            "taskloom validate tasks/            # re-prove every task", "```", "",
+            "The same tasks as rows (metadata columns, and each folder as a tar.gz in "
+            "`archive`):", "", "```python", "from datasets import load_dataset, load_from_disk",
+            f'rows = load_dataset("{name}", split="train")',
+            'rows = load_from_disk("THIS_FOLDER")   # this folder, before it is pushed',
+            "```"]
 
 
 def _cell(text: str) -> str:

@@ -7,6 +7,7 @@ the Hub.
 <out>/tasks.jsonl                             --format jsonl (bytes as URL-safe base64)
 <out>/data/train-00000-of-0000N.parquet       --format parquet
 <out>/data-*.arrow, dataset_info.json, state.json  + data/*.parquet   --format hf
+     + tasks/<task_id>/ (the folders) + dataset.toml
 ```
 
 Every format holds the rows of `taskloom.outputs.rows.TaskRow`; `read_rows` accepts any
@@ -215,13 +216,18 @@ def import_dataset(folder: Path, out: Path, *, force: bool = False) -> list[Path
 # -- the Hugging Face Hub -----------------------------------------------------------------
 
 class HubUpload(Frozen):
-    """What `push_to_hub` sends: one dataset repo, the card and the Parquet shards."""
+    """What `push_to_hub` sends to one dataset repo.
+
+    The card, the manifest, the Parquet shards and the `tasks/<task_id>/` folders.
+    """
 
     repo_id: str = Field(description="ORG/NAME on the Hub.")
     repo_type: Literal["dataset"] = Field(default="dataset", description="Hub repo type.")
     folder: Path = Field(description="The local hf export.")
-    allow_patterns: tuple[str, ...] = Field(default=("README.md", f"{PARQUET_DIR}/*.parquet"),
-                                            description="Files uploaded from the folder.")
+    allow_patterns: tuple[str, ...] = Field(
+        default=("README.md", "dataset.toml", f"{PARQUET_DIR}/*.parquet", "tasks/**"),
+        description="Files uploaded from the folder: the card, the manifest, the rows and "
+                    "the task folders (the save_to_disk files stay local).")
     private: bool = Field(default=False, description="Create the repo as private.")
     commit_message: str = Field(description="Commit message on the Hub.")
 
@@ -246,8 +252,10 @@ def hub_upload(folder: Path, repo_id: str, *, private: bool = False) -> HubUploa
         InputError: The repo id is not ORG/NAME or the folder is not an hf export.
     """
     check_repo_id(repo_id)
-    if not (folder / "README.md").is_file() or not list((folder / PARQUET_DIR).glob("*.parquet")):
-        raise InputError("is not an hf export (README.md and data/*.parquet)", path=folder,
+    if not (folder / "README.md").is_file() or not list((folder / PARQUET_DIR).glob("*.parquet")) \
+            or not (folder / "tasks").is_dir():
+        raise InputError("is not an hf export (README.md, data/*.parquet and tasks/)",
+                         path=folder,
                          fix="export with `taskloom export RUN --format hf --out DIR` first")
     return HubUpload(repo_id=repo_id, folder=folder.resolve(), private=private,
                      commit_message=f"Upload {repo_id} (taskloom export)")
@@ -276,7 +284,7 @@ def hub_token() -> str:
 
 
 def push_to_hub(upload: HubUpload, token: str, *, api: Any = None) -> str:
-    """Create the dataset repo (if needed) and upload the card and the Parquet shards.
+    """Create the dataset repo (if needed) and upload what `upload` names.
 
     Args:
         upload: What to send (from `hub_upload`).

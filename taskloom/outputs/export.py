@@ -8,6 +8,9 @@ harbor   <out>/<task_id>/...   the task folders, byte for byte
 jsonl    <out>/tasks.jsonl + README.md
 parquet  <out>/data/train-*.parquet + README.md
 hf       <out>/ save_to_disk files + data/train-*.parquet + README.md
+         <out>/tasks/<task_id>/...   the task folders, byte for byte (what TRL, OpenEnv,
+                               SkyRL, NeMo Gym and verifiers read)
+         <out>/dataset.toml    the manifest pinning them, as for harbor
 ```
 
 The Harbor manifest follows Harbor's `DatasetManifest` (harbor/models/dataset/manifest.py
@@ -38,6 +41,7 @@ from taskloom.outputs.run import LeftOut, RunData, load_run, run_metrics
 ExportFormat = Literal["harbor", "jsonl", "parquet", "hf"]
 FORMATS: tuple[str, ...] = ("harbor", "jsonl", "parquet", "hf")
 DATASET_SCHEMA_VERSION = "1.0"  # Harbor's dataset.toml schema
+TASKS_DIR = "tasks"  # the task folders of an hf export: <out>/tasks/<task_id>/
 
 
 class ExportSummary(Frozen):
@@ -93,14 +97,14 @@ def _write(data: RunData, fmt: str, out: Path, name: str, license_id: str) -> li
     (out / "README.md").write_text(card, encoding="utf-8")
     written = [out / "README.md"]
     if fmt == "harbor":
-        return written + _write_harbor(data, out, name)
+        return written + _write_harbor(data, out, name, folders=out)
     rows = task_rows(data)  # a generator: one task in memory at a time (a shard for Parquet)
     if fmt == "jsonl":
         return written + write_jsonl(rows, out)
     if fmt == "parquet":
         return written + write_parquet(rows, out)
-    return written + write_hf(rows, out, description=_description(data),
-                              license_id=license_id)
+    return written + _write_harbor(data, out, name, folders=out / TASKS_DIR) + \
+        write_hf(rows, out, description=_description(data), license_id=license_id)
 
 
 def _description(data: RunData) -> str:
@@ -108,7 +112,8 @@ def _description(data: RunData) -> str:
             f"seed {data.run.seed}).")
 
 
-def _write_harbor(data: RunData, out: Path, name: str) -> list[Path]:
+def _write_harbor(data: RunData, out: Path, name: str, *, folders: Path) -> list[Path]:
+    """The task folders under `folders`, and `out/dataset.toml` pinning each by digest."""
     entries = []
     written = []
     for task in data.tasks:
@@ -116,7 +121,7 @@ def _write_harbor(data: RunData, out: Path, name: str) -> list[Path]:
         parsed = read_task_folder(task.folder)  # a folder Harbor cannot read is an error
         package = parsed.config.task.name if parsed.config.task else f"taskloom/{task.task_id}"
         entries.append({"name": package, "digest": harbor_digest(files)})
-        written.append(write_files(files, out / task.task_id))
+        written.append(write_files(files, folders / task.task_id))
     manifest = out / "dataset.toml"
     manifest.write_text(dataset_toml(data, name, entries), encoding="utf-8")
     return [manifest, *written]
