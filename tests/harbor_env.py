@@ -1,5 +1,6 @@
 """A real Harbor for tests: a pinned release in its own Python 3.12 virtualenv, and the
-Docker Compose v2 plugin its docker environment needs, both cached between runs.
+Docker Compose v2 plugin its docker environment needs, both cached between runs. Harbor
+also runs taskloom's bwrap environment plugin from this checkout (`plugin=True`).
 
 Harbor needs Python >= 3.12 (pyenv has it on these machines) and `docker compose`, which
 Debian bookworm does not ship: the plugin binary is unpacked from Debian trixie's
@@ -55,6 +56,24 @@ def harbor_bin() -> Path:
     return command
 
 
+# What Harbor's interpreter needs to import taskloom's environment plugin from this
+# checkout (put on PYTHONPATH): taskloom's dependencies the plugin's modules import.
+PLUGIN = "taskloom.sandbox.harbor_plugin:BwrapEnvironment"
+PLUGIN_NEEDS = ("tomli-w",)
+REPO = Path(__file__).resolve().parents[1]
+
+
+def plugin_env() -> dict[str, str]:
+    """The environment variables under which Harbor imports the plugin from this checkout
+    (its dependencies installed into Harbor's virtualenv on first use)."""
+    python = harbor_bin().with_name("python")
+    probe = subprocess.run([str(python), "-c", "import tomli_w"], capture_output=True)
+    if probe.returncode != 0:
+        subprocess.run([str(python), "-m", "pip", "install", "-q",
+                        "--disable-pip-version-check", *PLUGIN_NEEDS], check=True)
+    return {"PYTHONPATH": f"{REPO}{os.pathsep}{AGENTS}"}
+
+
 def docker_config() -> Path:
     """A DOCKER_CONFIG folder whose cli-plugins hold docker compose (unpacked once)."""
     folder = CACHE / "docker-config"
@@ -92,31 +111,42 @@ def harbor_copy(task: Path, target: Path) -> Path:
 AGENTS = Path(__file__).with_name("harbor_agents")
 
 
-def harbor_reward(task: Path, agent: str, jobs: Path, *, probe: str | None = None
-                  ) -> float | None:
+def harbor_reward(task: Path, agent: str, jobs: Path, *, probe: str | None = None,
+                  plugin: bool = False) -> float | None:
     """The reward Harbor's own `agent` (oracle or nop) earns on `task`, run offline.
 
     With `probe` (a probe's script), the agent is tests/harbor_agents' ProbeAgent, which
-    runs it in the agent phase instead.
+    runs it in the agent phase instead. With `plugin`, the trial runs in taskloom's bwrap
+    environment plugin instead of Harbor's docker environment.
     """
-    return harbor_rewards(task, agent, jobs, probe=probe).get("reward")
+    return harbor_rewards(task, agent, jobs, probe=probe, plugin=plugin).get("reward")
 
 
-def harbor_rewards(task: Path, agent: str, jobs: Path, *, probe: str | None = None
-                   ) -> dict[str, float]:
+def harbor_rewards(task: Path, agent: str, jobs: Path, *, probe: str | None = None,
+                   plugin: bool = False) -> dict[str, float]:
     """Every named reward of the trial, as `harbor_reward` runs it (a multi-step task's
     combined from its steps')."""
-    result = _harbor_run(task, agent, jobs, probe=probe)[-1]
+    result = _harbor_run(task, agent, jobs, probe=probe, plugin=plugin)[-1]
     return (result.get("verifier_result") or {}).get("rewards") or {}
 
 
-def harbor_dataset_rewards(dataset: Path, agent: str, jobs: Path) -> dict[str, float | None]:
+def harbor_dataset_rewards(dataset: Path, agent: str, jobs: Path, *,
+                           plugin: bool = False) -> dict[str, float | None]:
     """The reward Harbor's `agent` earns on every task of a folder of task folders (one
-    job, two trials at once), by Harbor's task name; run offline as `harbor_reward` runs a
-    task (give it a folder of `harbor_copy`s)."""
+    job, two trials at once), by Harbor's task name.
+
+    In Harbor's docker environment, run offline as `harbor_reward` runs a task (give it a
+    folder of `harbor_copy`s); with `plugin`, in taskloom's bwrap environment plugin, on
+    the folders as they are.
+    """
     return {result["task_name"]: ((result.get("verifier_result") or {}).get("rewards")
                                   or {}).get("reward")
-            for result in _harbor_run(dataset, agent, jobs, concurrent=2)}
+            for result in _harbor_run(dataset, agent, jobs, concurrent=2, plugin=plugin)}
+
+
+def harbor_exceptions(jobs: Path, agent: str) -> list[str]:
+    """The exception.txt of every trial of the `agent` job under `jobs`."""
+    return [path.read_text() for path in sorted((jobs / agent).glob("*/*/exception.txt"))]
 
 
 def harbor_reads_manifest(manifest: Path, folders: Path) -> dict:
@@ -145,22 +175,27 @@ def harbor_reads_manifest(manifest: Path, folders: Path) -> dict:
 
 
 def _harbor_run(path: Path, agent: str, jobs: Path, *, probe: str | None = None,
-                concurrent: int = 1) -> list[dict]:
-    """The trial results of one `harbor run -p path`, offline (see the module docstring)."""
-    overlay = jobs / "no-network.yaml"
-    overlay.parent.mkdir(parents=True, exist_ok=True)
-    overlay.write_text(COMPOSE_OVERLAY)
+                concurrent: int = 1, plugin: bool = False) -> list[dict]:
+    """The trial results of one `harbor run -p path`: offline in Harbor's docker
+    environment (see the module docstring), or in taskloom's plugin."""
+    jobs.mkdir(parents=True, exist_ok=True)
     out = jobs / agent
-    env = {**os.environ, **QUIET, "DOCKER_CONFIG": str(docker_config()),
-           "PYTHONPATH": str(AGENTS)}
+    if plugin:
+        env = {**os.environ, **QUIET, **plugin_env()}
+        environment = ["-e", PLUGIN]
+    else:
+        overlay = jobs / "no-network.yaml"
+        overlay.write_text(COMPOSE_OVERLAY)
+        env = {**os.environ, **QUIET, "DOCKER_CONFIG": str(docker_config()),
+               "PYTHONPATH": str(AGENTS)}
+        environment = ["--extra-docker-compose", str(overlay)]
     chosen = ["-a", agent]
     if probe is not None:
         script = jobs / f"{agent}.sh"
         script.write_text(probe)
         chosen = ["-a", "probe_agent:ProbeAgent", "--ak", f"script={script}"]
-    done = subprocess.run([str(harbor_bin()), "run", "-p", str(path), *chosen,
-                           "--extra-docker-compose", str(overlay), "-o", str(out),
-                           "-n", str(concurrent), "-y"],
+    done = subprocess.run([str(harbor_bin()), "run", "-p", str(path), *chosen, *environment,
+                           "-o", str(out), "-n", str(concurrent), "-y"],
                           capture_output=True, text=True, env=env, timeout=1800)
     results = sorted(out.glob("*/*/result.json"))
     if not results:

@@ -109,7 +109,7 @@ class BwrapRuntime:
         self._bwrap = shutil.which("bwrap") or "bwrap"
         self._env = {**self.rootfs.env, "HOME": "/root", "HOSTNAME": rootfs.HOSTNAME}
         self._lock = threading.Lock()
-        self._live: dict[int, _Sandbox] = {}
+        self._live: dict[int, Sandbox] = {}
         self._counter = itertools.count()
         # Unmounting and deleting a trial's folders waits ~20 ms on the disk, not the CPU:
         # done off the workers' path, after every process of the trial is dead.
@@ -127,6 +127,7 @@ class BwrapRuntime:
             self._remove_home()
             raise
         self._fixed_args = self._bwrap_args()
+        self._driver_argv = ["python3", "-S", f"/.taskloom/{self._driver_name}"]
 
     # -- public -------------------------------------------------------------------------
 
@@ -143,7 +144,7 @@ class BwrapRuntime:
             raise SandboxUnavailable("the bwrap runtime gives sandboxes no network",
                                      fix="validate tasks that need a network with "
                                          "--runtime docker")
-        spec, strict = _runnable_environment(plan.environment)
+        spec, strict = runnable_environment(plan.environment)
         if isinstance(spec, str):
             return TrialResult(setup=_refused(spec))
         trial = self.home / f"trial-{next(self._counter)}"
@@ -153,7 +154,7 @@ class BwrapRuntime:
                 return self._run_layered(plan, spec, trial, strict=strict)
             return self._run_in_place(plan, spec, trial)
         finally:
-            self._discard(trial)
+            self.discard(trial)
 
     def close(self) -> None:
         """Kill every sandbox, then unmount and delete everything this runtime made."""
@@ -194,12 +195,9 @@ class BwrapRuntime:
                      strict: bool) -> TrialResult:
         """Set up once into a layer, then a new sandbox on it for every phase."""
         layer = trial / "setup"
-        output = self._drive(plan, spec, layer, [self.rootfs.path], setup=True, phases=[],
-                             scan_leaks=True, timeout=spec.build_timeout_sec + SLACK_SEC,
-                             keep_upper=True)
+        output = self.set_up_layer(plan, spec, layer, scan_leaks=True)
         if not output.setup.ok:
             return TrialResult(setup=output.setup, leaks=output.leaks, sandboxes=1)
-        shutil.rmtree(layer / "upper" / ".taskloom", ignore_errors=True)
         lowers = [layer / "upper", self.rootfs.path]
         results: list[PhaseResult] = []
         sandboxes = 1
@@ -218,6 +216,18 @@ class BwrapRuntime:
                                   (" (strict mode without Docker: the Dockerfile was emulated "
                                    "on the base image)" if strict else ""),))
 
+    def set_up_layer(self, plan: TrialPlan, spec: EnvironmentSpec, layer: Path, *,
+                     scan_leaks: bool) -> DriverReport:
+        """Set the environment up once, keeping the sandbox's upper layer.
+
+        `layer/upper` is then a lower layer for later sandboxes (on the root filesystem).
+        """
+        output = self._drive(plan, spec, layer, [self.rootfs.path], setup=True, phases=[],
+                             scan_leaks=scan_leaks,
+                             timeout=spec.build_timeout_sec + SLACK_SEC, keep_upper=True)
+        shutil.rmtree(layer / "upper" / ".taskloom", ignore_errors=True)
+        return output
+
     def _drive(self, plan: TrialPlan, spec: EnvironmentSpec, directory: Path,
                lowers: list[Path], *, setup: bool, phases: list[Phase], scan_leaks: bool,
                timeout: float, keep_upper: bool = False) -> DriverReport:
@@ -228,7 +238,7 @@ class BwrapRuntime:
         """
         document = driver_plan(plan, phases, setup=setup, scan_leaks=scan_leaks,
                                fresh_since=f"/.taskloom/{self._driver_name}", spec=spec)
-        with _Sandbox(self, directory, lowers, spec, keep_upper=keep_upper) as sandbox:
+        with Sandbox(self, directory, lowers, spec, keep_upper=keep_upper) as sandbox:
             private = sandbox.root / ".taskloom"
             private.mkdir(mode=0o700)
             # Written before setup starts: its ctime tells the driver's in-place reset which
@@ -251,7 +261,7 @@ class BwrapRuntime:
                                    "python3 >= 3.9 (re-export it with --force)")
         return report
 
-    def _discard(self, trial: Path) -> None:
+    def discard(self, trial: Path) -> None:
         """Unmount and delete a finished trial's folders in the background."""
         try:
             self._cleaner.submit(remove_tree, trial)
@@ -259,7 +269,7 @@ class BwrapRuntime:
             remove_tree(trial)
 
     def _bwrap_args(self) -> list[str]:
-        """The bubblewrap options every sandbox gets (the root is added per sandbox)."""
+        """The bubblewrap options every sandbox gets (root and command added per sandbox)."""
         args = ["--proc", "/proc", "--dev", "/dev", "--ro-bind", str(self._sysfs), "/sys"]
         for name in PROC_READ_ONLY:
             if os.path.lexists(f"/proc/{name}"):
@@ -275,7 +285,7 @@ class BwrapRuntime:
                  "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
         for capability in KEPT_CAPABILITIES:
             args += ["--cap-add", f"CAP_{capability}"]
-        return [*args, "--chdir", "/", "python3", "-S", f"/.taskloom/{self._driver_name}"]
+        return [*args, "--chdir", "/"]
 
     def _compile_driver(self) -> tuple[str, bytes]:
         """(file name, bytes) of the driver every sandbox runs.
@@ -324,7 +334,7 @@ class BwrapRuntime:
         shutil.rmtree(self.home, ignore_errors=True)
 
 
-class _Sandbox:
+class Sandbox:
     """One overlay + cgroup + bubblewrap process; the context manager removes all three."""
 
     def __init__(self, runtime: BwrapRuntime, directory: Path, lowers: list[Path],
@@ -339,7 +349,7 @@ class _Sandbox:
                                      f"{directory.name}")
         self.process: subprocess.Popen | None = None
 
-    def __enter__(self) -> _Sandbox:
+    def __enter__(self) -> Sandbox:
         with self.runtime._lock:
             if self.runtime._closed:
                 raise SandboxError("the runtime was closed (interrupted); no new sandboxes")
@@ -356,8 +366,12 @@ class _Sandbox:
             raise
         return self
 
-    def run(self, timeout: float) -> tuple[str, int, bool]:
-        """Start the sandbox and wait; (output, exit code, killed at the deadline)."""
+    def launch(self, argv: list[str], *, talk: bool = False) -> subprocess.Popen:
+        """Start `argv` as PID 1 of the sandbox.
+
+        Its stdout and stderr are one pipe, unless `talk`: then stdin, stdout and stderr are
+        three pipes.
+        """
         # The first process joins the cgroups, then becomes bubblewrap: all it starts
         # is inside them from the beginning.
         files = [str(path) for path in self.cgroup.procs_files]
@@ -372,9 +386,15 @@ class _Sandbox:
                 fds = (stack.enter_context(seccomp.filter_fd(self.runtime._seccomp)),)
                 prefix += ["--seccomp", str(fds[0])]
             self.process = subprocess.Popen(
-                prefix + self.runtime._fixed_args, stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=self.runtime._env,
-                pass_fds=fds, start_new_session=True)
+                prefix + self.runtime._fixed_args + argv,
+                stdin=subprocess.PIPE if talk else subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE if talk else subprocess.STDOUT,
+                env=self.runtime._env, pass_fds=fds, start_new_session=True)
+        return self.process
+
+    def run(self, timeout: float) -> tuple[str, int, bool]:
+        """Run the driver and wait; (output, exit code, killed at the deadline)."""
+        self.launch(self.runtime._driver_argv)
         timed_out = False
         try:
             output, _ = self.process.communicate(timeout=timeout)
@@ -403,8 +423,9 @@ class _Sandbox:
             if self.process is not None:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     self.process.wait(timeout=10)
-                if self.process.stdout is not None:
-                    self.process.stdout.close()
+                for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
+                    if stream is not None:
+                        stream.close()
             self.cgroup.remove()
             if self.keep_upper:  # a layer for later sandboxes: no overlay may still use it
                 mounts.unmount(self.root)
@@ -416,7 +437,7 @@ class _Sandbox:
                 self.runtime._live.pop(id(self), None)
 
 
-def _runnable_environment(spec: EnvironmentSpec) -> tuple[EnvironmentSpec | str, bool]:
+def runnable_environment(spec: EnvironmentSpec) -> tuple[EnvironmentSpec | str, bool]:
     """(spec to run, strict) or (why it cannot run without Docker, False).
 
     Strict mode asks for a real build and a fresh sandbox per phase: without Docker the

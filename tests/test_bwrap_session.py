@@ -1,0 +1,98 @@
+"""A long-lived bwrap session (what the Harbor plugin drives), against the real sandbox:
+state and background processes last between commands, limits and isolation hold, and
+closing leaves nothing behind."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from taskloom.errors import SandboxError
+from taskloom.models import TaskFile
+from taskloom.sandbox import cgroups
+from taskloom.sandbox.base_image import BASE_IMAGE
+from taskloom.sandbox.bwrap_session import BwrapSession
+from taskloom.sandbox.trial import EnvironmentSpec
+
+pytestmark = pytest.mark.bwrap
+
+
+def spec_of(dockerfile: str, **files: str) -> EnvironmentSpec:
+    context = [TaskFile(path="Dockerfile", content=dockerfile.encode())]
+    context += [TaskFile(path=name, content=text.encode()) for name, text in files.items()]
+    return EnvironmentSpec(image="", build=True, context=tuple(context), memory_mb=256)
+
+
+DOCKERFILE = (f"FROM {BASE_IMAGE}\nWORKDIR /app\nCOPY data.txt /app/data.txt\n"
+              "ENV GREETING=hello\nRUN useradd --create-home worker\n")
+
+
+@pytest.fixture()
+def session(bwrap_runtime):
+    opened = BwrapSession(bwrap_runtime, spec_of(DOCKERFILE, **{"data.txt": "hi\n"}))
+    opened.start()
+    yield opened
+    opened.close()
+
+
+def bash(session: BwrapSession, script: str, **options) -> tuple[int, str, str]:
+    done = session.run(["bash", "-c", script], **options)
+    return done.exit_code, done.stdout.decode(), done.stderr.decode()
+
+
+def test_commands_share_the_environment_and_what_they_leave_running(session):
+    assert bash(session, "pwd; cat data.txt; echo $GREETING; echo oops >&2") == \
+        (0, "/app\nhi\nhello\n", "oops\n")
+    assert bash(session, "echo written > /app/new.txt; (sleep 300 &); exit 3")[0] == 3
+    code, out, _ = bash(session, "cat /app/new.txt; pgrep -x sleep >/dev/null && echo alive")
+    assert (code, out) == (0, "written\nalive\n")
+
+
+def test_users_input_and_timeouts(session):
+    assert bash(session, "id -un; echo $HOME", user="worker")[1] == "worker\n/home/worker\n"
+    assert bash(session, "id -un", user="nobody-here")[0] == 126
+    payload = bytes(range(256)) * 4096  # 1 MiB through stdin, larger than a pipe
+    done = session.run(["bash", "-c", "cat > /app/blob && sha256sum < /app/blob"],
+                       stdin=payload)
+    assert done.exit_code == 0
+    assert session.run(["cat", "/app/blob"]).stdout == payload
+    timed = session.run(["bash", "-c", "sleep 30"], timeout=1.0)
+    assert timed.timed_out and timed.exit_code == -9
+
+
+def test_the_sandbox_cannot_reach_the_session_channel_or_a_network(session):
+    code, out, err = bash(session, "ls -l /proc/1/fd/ 2>&1; cat /proc/1/environ 2>&1 | head -c 40")
+    assert "Permission denied" in out + err
+    assert not (session.runtime.rootfs.path / ".taskloom").exists()
+    code, out, _ = bash(session, "cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '")
+    assert out.split() == ["lo"]
+    code, _, _ = bash(session, "python3 -c \"import socket; socket.create_connection(("
+                               "'10.0.0.1', 80), timeout=2)\"")
+    assert code != 0
+
+
+def test_close_kills_everything_and_removes_the_mounts_and_cgroups(bwrap_runtime):
+    session = BwrapSession(bwrap_runtime, spec_of(DOCKERFILE, **{"data.txt": "hi\n"}))
+    session.start()
+    bash(session, "(sleep 300 &)")
+    directory = session.directory
+    cgroup_dirs = f"*/taskloom/{bwrap_runtime.owner}/{directory.name}-*"
+    assert directory.is_dir() and list(cgroups.CGROUP_ROOT.glob(cgroup_dirs))
+    assert str(directory) in Path("/proc/mounts").read_text()
+    session.close()
+    bwrap_runtime._cleaner.submit(lambda: None).result()  # the background removal is done
+    assert not directory.exists()
+    assert str(directory) not in Path("/proc/mounts").read_text()
+    assert not list(cgroups.CGROUP_ROOT.glob(cgroup_dirs))
+    with pytest.raises(SandboxError, match="closed"):
+        session.run(["true"])
+
+
+def test_environments_it_cannot_make_are_refused_with_the_reason(bwrap_runtime):
+    with pytest.raises(SandboxError, match=r"FROM python:3\.12"):
+        BwrapSession(bwrap_runtime, spec_of("FROM python:3.12\n"))
+    broken = BwrapSession(bwrap_runtime, spec_of(f"FROM {BASE_IMAGE}\nRUN exit 7\n"))
+    with pytest.raises(SandboxError, match="setup failed"):
+        broken.start()
+    broken.close()
