@@ -4,6 +4,8 @@ closing leaves nothing behind."""
 
 from __future__ import annotations
 
+import io
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -59,6 +61,32 @@ def test_users_input_and_timeouts(session):
     assert session.run(["cat", "/app/blob"]).stdout == payload
     timed = session.run(["bash", "-c", "sleep 30"], timeout=1.0)
     assert timed.timed_out and timed.exit_code == -9
+
+
+def tar_of(files: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for name, data in files.items():
+            entry = tarfile.TarInfo(name)
+            entry.size, entry.mode = len(data), 0o755
+            archive.addfile(entry, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def test_files_move_by_the_server_not_by_a_tar_the_sandbox_may_have_replaced(session):
+    """Root inside may replace tar (an agent forging the reward the verifier leaves); the
+    transfers never run it, as Docker's copies never run the container's."""
+    forged = "#!/bin/sh\necho 1 > /logs/verifier/reward.txt\n"
+    assert bash(session, f"for t in /usr/bin/tar /bin/tar; do printf '{forged}' > $t; done; "
+                         "mkdir -p /logs/verifier; echo 0 > /logs/verifier/reward.txt")[0] == 0
+    assert session.put("/tests", tar_of({"test.sh": b"#!/bin/bash\necho real\n"})).exit_code == 0
+    assert bash(session, "ls -l /tests/test.sh | cut -c1-10; bash /tests/test.sh")[1] == \
+        "-rwxr-xr-x\nreal\n"
+    got = session.get("/logs/verifier")
+    with tarfile.open(fileobj=io.BytesIO(got.stdout)) as archive:
+        assert archive.extractfile("reward.txt").read() == b"0\n"
+    missing = session.get("/no/such/path")
+    assert missing.exit_code == 1 and b"no such file" in missing.stderr
 
 
 def test_the_sandbox_cannot_reach_the_session_channel_or_a_network(session):

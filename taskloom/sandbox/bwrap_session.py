@@ -116,14 +116,32 @@ class BwrapSession:
         Raises:
             SandboxError: The session is closed or its server is gone.
         """
+        return self._ask({"argv": argv, "cwd": cwd or self.spec.workdir or "/",
+                          "env": {"PATH": DEFAULT_PATH, **self.spec.env, **(env or {})},
+                          "user": self.spec.user if user is None else str(user),
+                          "timeout": timeout, "stdin": base64.b64encode(stdin).decode()})
+
+    def put(self, directory: str, archive: bytes) -> Completed:
+        """Unpack a tar `archive` into `directory` (made first), as root.
+
+        The session's server does it itself, never the sandbox's own `tar`, which whatever
+        ran as root inside may have replaced (a container engine copies from outside).
+        """
+        return self._ask({"op": "put", "dir": directory,
+                          "tar": base64.b64encode(archive).decode()})
+
+    def get(self, path: str) -> Completed:
+        """A tar archive of `path` in `stdout`, made by the server as `put` unpacks.
+
+        A folder's entries, or the file, are at the archive's top.
+        """
+        return self._ask({"op": "get", "path": path})
+
+    def _ask(self, request: dict) -> Completed:
+        """Send one request to the server and wait for its answer."""
         request_id = secrets.token_hex(16)
         future: Future = Future()
-        request = {"id": request_id, "argv": argv,
-                   "cwd": cwd or self.spec.workdir or "/",
-                   "env": {"PATH": DEFAULT_PATH, **self.spec.env, **(env or {})},
-                   "user": self.spec.user if user is None else str(user),
-                   "timeout": timeout, "stdin": base64.b64encode(stdin).decode()}
-        line = (json.dumps(request) + "\n").encode("utf-8")
+        line = (json.dumps({"id": request_id, **request}) + "\n").encode("utf-8")
         with self._lock:
             process = self._sandbox.process if self._sandbox else None
             if process is None or process.poll() is not None or self._reader is None:

@@ -20,7 +20,6 @@ import asyncio
 import atexit
 import io
 import os
-import shlex
 import tarfile
 import threading
 from pathlib import Path, PurePosixPath
@@ -148,34 +147,29 @@ class BwrapEnvironment(BaseEnvironment):
     async def download_file(self, source_path: str, target_path: Path | str) -> None:
         """Copy a file of the environment to `target_path` here."""
         source, target = PurePosixPath(source_path), Path(target_path)
-        await self._get(["-C", str(source.parent), source.name], target.parent,
-                        f"file {source_path}")
+        await self._get(source_path, target.parent, f"file {source_path}")
         extracted = target.parent / source.name
         if extracted != target:
             extracted.replace(target)
 
     async def download_dir(self, source_dir: str, target_dir: Path | str) -> None:
         """Copy a folder of the environment into `target_dir` here."""
-        await self._get(["-C", source_dir, "."], Path(target_dir), f"directory {source_dir}")
+        await self._get(source_dir, Path(target_dir), f"directory {source_dir}")
 
     async def _put(self, target_dir: str, entries: list[tuple[Path, str]]) -> None:
-        """Unpack local files into `target_dir` inside the environment, as root."""
+        """Unpack local files into `target_dir` inside the environment."""
         buffer = io.BytesIO()
         with tarfile.open(fileobj=buffer, mode="w") as archive:
             for path, name in entries:
                 archive.add(str(path), arcname=name)
-        quoted = shlex.quote(target_dir)
-        done = await asyncio.to_thread(
-            self._session.run, ["bash", "-c", f"mkdir -p {quoted} && tar -xf - -C {quoted}"],
-            user="root", stdin=buffer.getvalue())
+        done = await asyncio.to_thread(self._session.put, target_dir, buffer.getvalue())
         if done.exit_code != 0:
             raise RuntimeError(f"cannot upload to {target_dir} in {self.session_id} (exit "
                                f"{done.exit_code}): {done.stderr.decode('utf-8', 'replace')}")
 
-    async def _get(self, tar_args: list[str], target: Path, what: str) -> None:
-        """Pack with tar inside the environment and unpack under `target` here."""
-        done = await asyncio.to_thread(self._session.run, ["tar", "-cf", "-", *tar_args],
-                                       user="root")
+    async def _get(self, source: str, target: Path, what: str) -> None:
+        """Pack `source` inside the environment and unpack it under `target` here."""
+        done = await asyncio.to_thread(self._session.get, source)
         if done.exit_code != 0:
             raise RuntimeError(f"cannot download {what} from {self.session_id} (exit "
                                f"{done.exit_code}): {done.stderr.decode('utf-8', 'replace')}")

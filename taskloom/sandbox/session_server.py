@@ -12,6 +12,15 @@ Requests arrive on stdin and answers leave on stdout, one JSON object per line:
     {"id": "<hex>", "exit_code": 0, "timed_out": false, "stdout": "<base64>",
      "stderr": "<base64>"}
 
+Files move by two more requests, carried out by this process itself with the tarfile
+module it loaded before anything else ran, never by the sandbox's own `tar` (which an
+agent, root inside, may have replaced: Harbor's docker environment copies files with the
+engine, from outside the container, and so must this):
+
+    {"id": "<hex>", "op": "put", "dir": "/tests", "tar": "<base64>"}   unpack into dir
+    {"id": "<hex>", "op": "get", "path": "/logs/verifier"}             a tar of path (a
+        folder's entries at the archive's top, a file under its own name) in "stdout"
+
 Each request runs in its own thread. The process is made non-dumpable first, so the
 sandbox's processes (root, but without CAP_SYS_PTRACE) cannot open its pipes or memory
 through /proc/1: they cannot read the requests or forge the answers. When stdin closes,
@@ -23,6 +32,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import ctypes
+import io
 import json
 import os
 import pwd
@@ -30,6 +40,7 @@ import select
 import signal
 import subprocess
 import sys
+import tarfile
 import threading
 import time
 
@@ -62,13 +73,50 @@ def user_kwargs(user):
             {"HOME": entry.pw_dir, "USER": entry.pw_name})
 
 
-def run(request):
+def serve(request):
+    """The answer to one request."""
+    reply = {"id": request["id"], "exit_code": 0, "timed_out": False, "stdout": "",
+             "stderr": ""}
+    op = request.get("op", "run")
+    try:
+        if op == "put":
+            put(request["dir"], base64.b64decode(request["tar"]))
+            return reply
+        if op == "get":
+            return dict(reply, stdout=base64.b64encode(get(request["path"])).decode())
+    except (OSError, tarfile.TarError) as exc:
+        return dict(reply, exit_code=1, stderr=base64.b64encode(
+            f"{op} failed: {exc}\n".encode()).decode())
+    return run(request, reply)
+
+
+def put(directory, data):
+    """Unpack a tar archive into `directory` (made first), keeping modes and owners."""
+    os.makedirs(directory, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as archive:
+        archive.extractall(directory)
+
+
+def get(path):
+    """A tar archive of `path`: a folder's entries, or the file, at the top."""
+    if not os.path.lexists(path):
+        raise FileNotFoundError(f"{path}: no such file or directory")
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:") as archive:
+        if os.path.isdir(path) and not os.path.islink(path):
+            for name in sorted(os.listdir(path)):
+                archive.add(os.path.join(path, name), arcname=name)
+        else:
+            archive.add(path, arcname=os.path.basename(path))
+    return buffer.getvalue()
+
+
+def run(request, reply):
     """Run one request's command to its end or its deadline; its answer."""
-    reply = {"id": request["id"], "exit_code": 0, "timed_out": False}
     try:
         kwargs, identity = user_kwargs(request.get("user"))
     except KeyError:
-        return dict(reply, exit_code=126, stdout="", stderr=base64.b64encode(
+        return dict(reply, exit_code=126, stderr=base64.b64encode(
             f"user {request.get('user')!r} does not exist in the environment\n".encode()
         ).decode())
     env = dict(os.environ)
@@ -81,7 +129,7 @@ def run(request):
                                     env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, start_new_session=True, **kwargs)
         except OSError as exc:
-            return dict(reply, exit_code=127, stdout="", stderr=base64.b64encode(
+            return dict(reply, exit_code=127, stderr=base64.b64encode(
                 f"could not start {request['argv'][0]}: {exc}\n".encode()).decode())
         _running.add(proc.pid)
     try:
@@ -183,7 +231,7 @@ def main():
     answer({"id": "ready", "protected": protected})
     for line in sys.stdin.buffer:
         request = json.loads(line)
-        threading.Thread(target=lambda r=request: answer(run(r)), daemon=True).start()
+        threading.Thread(target=lambda r=request: answer(serve(r)), daemon=True).start()
     os.kill(-1, signal.SIGKILL)  # stdin closed: the session is over
 
 
