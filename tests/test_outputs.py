@@ -228,16 +228,17 @@ def test_harbor_reads_the_manifests_and_pins_what_it_hashes(exports):
 
 
 @pytest.mark.slow
-def test_harbor_runs_the_hf_task_tree_oracle_1_nop_0(exports, tmp_path):
-    """`harbor run -p tasks/` on the hf export: Harbor's oracle earns 1 on every task and
-    its nop 0 (run offline: network keys dropped from copies, see harbor_env)."""
-    from harbor_env import harbor_copy, harbor_dataset_rewards
+@pytest.mark.bwrap
+@pytest.mark.parametrize("fmt", ["harbor", "hf"])
+def test_harbor_runs_each_export_oracle_1_nop_0(exports, tmp_path, bwrap_rootfs, fmt):
+    """`harbor run -p` on the export as written (the hf export's tasks/ tree), through
+    taskloom's bwrap environment plugin: Harbor's oracle earns 1 on every task, its nop 0."""
+    from harbor_env import harbor_dataset_rewards, harbor_exceptions
 
-    copies = tmp_path / "tasks"
-    for folder in sorted((exports["hf"] / "tasks").iterdir()):
-        harbor_copy(folder, copies / folder.name)
-    oracle = harbor_dataset_rewards(copies, "oracle", tmp_path / "jobs")
-    nop = harbor_dataset_rewards(copies, "nop", tmp_path / "jobs")
+    folders = exports[fmt] / "tasks" if fmt == "hf" else exports[fmt]
+    oracle = harbor_dataset_rewards(folders, "oracle", tmp_path / "jobs", plugin=True)
+    nop = harbor_dataset_rewards(folders, "nop", tmp_path / "jobs", plugin=True)
+    assert harbor_exceptions(tmp_path / "jobs", "oracle") == []
     assert len(oracle) == len(nop) == 3
     assert set(oracle.values()) == {1.0}, oracle
     assert set(nop.values()) == {0.0}, nop
