@@ -65,6 +65,7 @@ class BwrapSession:
         self._pending: dict[str, Future] = {}
         self._lock = threading.Lock()
         self._reader: threading.Thread | None = None
+        self.server_log = ""
 
     def start(self) -> None:
         """Set the environment up (the emulated Dockerfile), then start the session.
@@ -104,6 +105,9 @@ class BwrapSession:
         self._reader = threading.Thread(target=self._read_answers, daemon=True,
                                         name="bwrap-session-answers")
         self._reader.start()
+        # What the server prints on stderr (a traceback) must never fill the pipe.
+        threading.Thread(target=self._drain, args=(process.stderr,), daemon=True,
+                         name="bwrap-session-stderr").start()
 
     def run(self, argv: list[str], *, cwd: str | None = None, env: dict[str, str] | None = None,
             user: str | int | None = None, timeout: float | None = None,
@@ -156,7 +160,8 @@ class BwrapSession:
                                    fix="start a new session") from exc
         answer = future.result()
         if answer is None:
-            raise SandboxError("the session ended while the command ran",
+            raise SandboxError("the session ended while the command ran"
+                               + (f": {self.server_log[-1000:]}" if self.server_log else ""),
                                fix="start a new session")
         return Completed(exit_code=answer["exit_code"], timed_out=answer["timed_out"],
                          stdout=base64.b64decode(answer["stdout"]),
@@ -191,6 +196,12 @@ class BwrapSession:
                 if future is not None:
                     future.set_result(answer)
         self._fail_pending()
+
+    def _drain(self, stream) -> None:
+        """Keep the tail of the server's stderr (shown when the session dies)."""
+        with contextlib.suppress(OSError, ValueError):
+            for line in stream:
+                self.server_log = (self.server_log + line.decode("utf-8", "replace"))[-4000:]
 
     def _fail_pending(self) -> None:
         with self._lock:

@@ -3,8 +3,8 @@
     harbor run -p TASKS -a oracle -e taskloom.sandbox.harbor_plugin:BwrapEnvironment
 
 Harbor imports this module in its own interpreter (Python >= 3.12), so taskloom must be
-installed there too (`uv tool install harbor --with taskloom`, or `pip install taskloom`
-in Harbor's virtualenv); it needs root, bubblewrap and the exported root filesystem, as
+installed there too (`pip install /path/to/taskloom` with Harbor's python, or this
+checkout on its PYTHONPATH); it needs root, bubblewrap and the exported root filesystem, as
 `--runtime bwrap` does (`taskloom doctor` says what is missing). Every trial's agent,
 oracle, nop and verifier run in one `BwrapSession` per environment: the Dockerfile is
 emulated on the taskloom base image (a Dockerfile that needs a real build is refused with
