@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import io
 import tarfile
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -49,6 +51,20 @@ def test_commands_share_the_environment_and_what_they_leave_running(session):
     assert bash(session, "echo written > /app/new.txt; (sleep 300 &); exit 3")[0] == 3
     code, out, _ = bash(session, "cat /app/new.txt; pgrep -x sleep >/dev/null && echo alive")
     assert (code, out) == (0, "written\nalive\n")
+
+
+def test_a_session_outlives_the_thread_that_started_it(bwrap_runtime):
+    """bubblewrap's parent-death signal follows the thread that forked it: Harbor's plugin
+    starts a session in one short-lived thread and runs commands from others."""
+    session = BwrapSession(bwrap_runtime, spec_of(DOCKERFILE, **{"data.txt": "hi\n"}))
+    starter = threading.Thread(target=session.start)
+    starter.start()
+    starter.join()
+    time.sleep(0.5)
+    try:
+        assert bash(session, "cat data.txt") == (0, "hi\n", "")
+    finally:
+        session.close()
 
 
 def test_users_input_and_timeouts(session):

@@ -92,22 +92,22 @@ class BwrapSession:
             private = sandbox.root / ".taskloom"
             private.mkdir(mode=0o700, exist_ok=True)
             (private / "session.py").write_bytes(SERVER_SOURCE.read_bytes())
-            process = sandbox.launch(["python3", "-S", "/.taskloom/session.py"], talk=True)
-            ready = process.stdout.readline()
+            # bubblewrap dies with the *thread* that started it (its parent-death signal
+            # follows the thread), so a thread that lives as long as the session starts it,
+            # then reads the answers.
+            launched: Future = Future()
+            self._reader = threading.Thread(target=self._serve, args=(sandbox, launched),
+                                            daemon=True, name="bwrap-session")
+            self._reader.start()
+            _, ready = launched.result()
             if not ready or not json.loads(ready).get("protected"):
                 raise SandboxError("the session server did not start protected: "
-                                   f"{ready!r} {process.stderr.read(2000)!r}",
+                                   f"{ready!r} {self.server_log!r}",
                                    fix="the root filesystem needs python3 with ctypes; "
                                        "check `taskloom doctor`")
         except BaseException:
             self.close()
             raise
-        self._reader = threading.Thread(target=self._read_answers, daemon=True,
-                                        name="bwrap-session-answers")
-        self._reader.start()
-        # What the server prints on stderr (a traceback) must never fill the pipe.
-        threading.Thread(target=self._drain, args=(process.stderr,), daemon=True,
-                         name="bwrap-session-stderr").start()
 
     def run(self, argv: list[str], *, cwd: str | None = None, env: dict[str, str] | None = None,
             user: str | int | None = None, timeout: float | None = None,
@@ -184,12 +184,19 @@ class BwrapSession:
         self._fail_pending()
         self.runtime.discard(self.directory)
 
-    def _read_answers(self) -> None:
-        """Hand every answer line to the command waiting for it."""
-        sandbox = self._sandbox
-        assert sandbox is not None and sandbox.process is not None
+    def _serve(self, sandbox: Sandbox, launched: Future) -> None:
+        """Start the server, say so, then hand every answer to the command waiting for it."""
+        try:
+            process = sandbox.launch(["python3", "-S", "/.taskloom/session.py"], talk=True)
+            # What the server prints on stderr (a traceback) must never fill the pipe.
+            threading.Thread(target=self._drain, args=(process.stderr,), daemon=True,
+                             name="bwrap-session-stderr").start()
+            launched.set_result((process, process.stdout.readline()))
+        except BaseException as exc:  # handed to start()
+            launched.set_exception(exc)
+            return
         with contextlib.suppress(OSError, ValueError):  # ValueError: closed under us
-            for line in sandbox.process.stdout:
+            for line in process.stdout:
                 answer = json.loads(line)
                 with self._lock:
                     future = self._pending.pop(answer.get("id"), None)

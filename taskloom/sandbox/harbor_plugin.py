@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import io
 import os
 import tarfile
@@ -42,6 +43,32 @@ TYPE = "taskloom-bwrap"
 DEFAULT_MEMORY_MB = 2048
 _runtime: BwrapRuntime | None = None
 _runtime_lock = threading.Lock()
+
+
+async def _in_thread(function, *args, **kwargs):
+    """Run a blocking session call off the event loop, in a daemon thread of its own.
+
+    A command may run as long as an agent's turn: in Harbor's default pool (a few threads
+    on a small machine) every other trial's calls would wait behind it, and a pool's
+    threads are joined at exit before the runtime that would end their commands is closed.
+    """
+    loop = asyncio.get_running_loop()
+    future = loop.create_future()
+
+    def settle(outcome, failed: bool) -> None:
+        if not future.done():
+            (future.set_exception if failed else future.set_result)(outcome)
+
+    def work() -> None:
+        try:
+            outcome, failed = function(*args, **kwargs), False
+        except BaseException as exc:  # handed to the awaiting coroutine
+            outcome, failed = exc, True
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
+            loop.call_soon_threadsafe(settle, outcome, failed)
+
+    threading.Thread(target=work, daemon=True, name="taskloom-bwrap-call").start()
+    return await future
 
 
 def shared_runtime() -> BwrapRuntime:
@@ -106,7 +133,7 @@ class BwrapEnvironment(BaseEnvironment):
                 "if the task needs none, or run it with Harbor's docker environment")
         try:
             session = BwrapSession(shared_runtime(), self._spec())
-            await asyncio.to_thread(session.start)
+            await _in_thread(session.start)
         except TaskloomError as exc:
             raise RuntimeError(f"{exc} (fix: {exc.fix})" if exc.fix else str(exc)) from exc
         self._session = session
@@ -116,7 +143,7 @@ class BwrapEnvironment(BaseEnvironment):
         """Kill everything in the session and delete its files (always: nothing is kept)."""
         session, self._session = self._session, None
         if session is not None:
-            await asyncio.to_thread(session.close)
+            await _in_thread(session.close)
 
     async def exec(self, command: str, cwd: str | None = None,
                    env: dict[str, str] | None = None, timeout_sec: int | None = None,
@@ -124,7 +151,7 @@ class BwrapEnvironment(BaseEnvironment):
         """Run `command` with bash in the session; a timeout raises, as Harbor's docker does."""
         if self._session is None:
             raise RuntimeError(f"environment {self.session_id} is not started")
-        done = await asyncio.to_thread(
+        done = await _in_thread(
             self._session.run, ["bash", "-c", command], cwd=cwd,
             env=self._merge_env(env), user=self._resolve_user(user),
             timeout=float(timeout_sec) if timeout_sec else None)
@@ -162,14 +189,14 @@ class BwrapEnvironment(BaseEnvironment):
         with tarfile.open(fileobj=buffer, mode="w") as archive:
             for path, name in entries:
                 archive.add(str(path), arcname=name)
-        done = await asyncio.to_thread(self._session.put, target_dir, buffer.getvalue())
+        done = await _in_thread(self._session.put, target_dir, buffer.getvalue())
         if done.exit_code != 0:
             raise RuntimeError(f"cannot upload to {target_dir} in {self.session_id} (exit "
                                f"{done.exit_code}): {done.stderr.decode('utf-8', 'replace')}")
 
     async def _get(self, source: str, target: Path, what: str) -> None:
         """Pack `source` inside the environment and unpack it under `target` here."""
-        done = await asyncio.to_thread(self._session.get, source)
+        done = await _in_thread(self._session.get, source)
         if done.exit_code != 0:
             raise RuntimeError(f"cannot download {what} from {self.session_id} (exit "
                                f"{done.exit_code}): {done.stderr.decode('utf-8', 'replace')}")
