@@ -244,6 +244,63 @@ def test_harbor_runs_each_export_oracle_1_nop_0(exports, tmp_path, bwrap_rootfs,
     assert set(nop.values()) == {0.0}, nop
 
 
+def test_export_images_names_prebuilt_images_that_validate_after_docker_load(
+        run_dir, tmp_path, docker_client_ready):
+    """`--images`: every task.toml names its image, images.tar holds them; after the images
+    are removed and loaded back, validation runs the named images (as Harbor would) and
+    accepts every task; a second export builds nothing."""
+    out = tmp_path / "with-images"
+    done = subprocess.run([*TASKLOOM, "export", str(run_dir), "--format", "harbor", "--out",
+                           str(out), "--images"], capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    names = {tomllib.loads((folder / "task.toml").read_text())["environment"]["docker_image"]
+             for folder in out.iterdir() if folder.is_dir()}
+    assert len(names) == 3 and all(n.startswith("taskloom/") for n in names)
+    assert done.stdout.count("built taskloom/") + done.stdout.count("cached taskloom/") == 3
+    manifest = tomllib.loads((out / "dataset.toml").read_text())
+    for folder in (p for p in out.iterdir() if p.is_dir()):
+        package = tomllib.loads((folder / "task.toml").read_text())["task"]["name"]
+        assert {"name": package, "digest": harbor_digest_of(folder)} in manifest["tasks"]
+    for name in names:
+        docker_client_ready.images.remove(name, force=True)
+    subprocess.run(["docker", "load", "-i", str(out / "images.tar")], check=True,
+                   capture_output=True)
+    report = tmp_path / "validation.json"
+    shown = subprocess.run([*TASKLOOM, "validate", str(out), "-w", "2", "--report",
+                            str(report)], capture_output=True, text=True, timeout=900)
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    assert "3 accepted, 0 rejected of 3" in shown.stdout
+    assert report.read_text().count("prebuilt image taskloom/") >= 3
+    again = subprocess.run([*TASKLOOM, "export", str(run_dir), "--format", "hf", "--out",
+                            str(tmp_path / "again"), "--images"], capture_output=True,
+                           text=True, timeout=900)
+    assert again.returncode == 0 and again.stdout.count("cached taskloom/") == 3, again.stdout
+    for _, row in read_rows(tmp_path / "again"):  # the rows are the folders as exported
+        folder = tmp_path / "again" / "tasks" / row.task_id
+        assert "docker_image = " in (folder / "task.toml").read_text()
+        assert row.digest == harbor_digest_of(folder)
+
+
+def test_export_images_to_an_unreachable_registry_says_so_and_keeps_the_export(
+        run_dir, tmp_path, docker_client_ready):
+    out = tmp_path / "pushed"
+    done = subprocess.run([*TASKLOOM, "export", str(run_dir), "--format", "harbor", "--out",
+                           str(out), "--images", "--registry", "127.0.0.1:9/acme"],
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode != 0
+    assert "cannot push 127.0.0.1:9/acme/taskloom/" in done.stdout + done.stderr
+    images = {tomllib.loads((folder / "task.toml").read_text())["environment"]["docker_image"]
+              for folder in out.iterdir() if folder.is_dir()}
+    assert len(images) == 3 and all(i.startswith("127.0.0.1:9/acme/taskloom/") for i in images)
+    assert not (out / "images.tar").exists()
+    for image in images:
+        docker_client_ready.images.remove(image)  # the tag only: the local build stays
+    bad = subprocess.run([*TASKLOOM, "export", str(run_dir), "--format", "jsonl", "--out",
+                          str(tmp_path / "rows"), "--images"], capture_output=True, text=True,
+                         timeout=120)
+    assert bad.returncode == 2 and "--format harbor or --format hf" in bad.stdout + bad.stderr
+
+
 @pytest.mark.parametrize("fmt", ["hf", "jsonl", "parquet"])
 def test_import_gives_back_byte_identical_folders(run_dir, exports, tmp_path, fmt):
     written = import_dataset(exports[fmt], tmp_path / "tasks")

@@ -227,6 +227,14 @@ def export_command(
                                                   "dataset repo, ORG/NAME (token: HF_TOKEN "
                                                   "or `hf auth login`).")] = None,
     private: Annotated[bool, typer.Option(help="Create the Hub repo as private.")] = False,
+    images: Annotated[bool, typer.Option(
+        "--images", help="Build every task's environment with Docker (cached by content), "
+                         "name it in task.toml as docker_image, and save the images to "
+                         "images.tar in the export (`docker load -i` reads it); harbor "
+                         "and hf formats.")] = False,
+    registry: Annotated[str | None, typer.Option(
+        help="With --images: name the images REGISTRY/taskloom/<task>:<digest> and push "
+             "them there (after `docker login`) instead of saving images.tar.")] = None,
     force: Annotated[bool, typer.Option(help="Replace --out if it exists.")] = False,
 ) -> None:
     """Export a run's accepted tasks as a Harbor dataset, JSONL, Parquet or HF dataset.
@@ -244,7 +252,12 @@ def export_command(
                 raise typer.BadParameter("--push needs --format hf")
             check_repo_id(push)
             token = hub_token()
-        summary = export_run(run, fmt, output, name=name, license_id=license_id, force=force)
+        if registry and not images:
+            raise typer.BadParameter("--registry needs --images")
+        summary = export_run(run, fmt, output, name=name, license_id=license_id, force=force,
+                             images=images, registry=registry,
+                             progress=lambda line: stdout.print(line, markup=False,
+                                                                highlight=False))
         stdout.print(f"exported {summary.tasks} tasks as {summary.format} to {summary.out} "
                      f"(dataset {summary.name})")
         if summary.left_out:

@@ -13,7 +13,7 @@ import hashlib
 import types
 import typing
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -95,8 +95,12 @@ class TaskRow(Frozen):
     archive_sha256: str = Field(description="sha256 hex of `archive`.")
 
 
-def task_rows(data: RunData) -> Iterator[TaskRow]:
-    """The rows of a run's exported tasks, in item order (folders read byte for byte)."""
+def task_rows(data: RunData, files_of: Callable[[RunTask], tuple[TaskFile, ...]] | None = None
+              ) -> Iterator[TaskRow]:
+    """The rows of a run's exported tasks, in item order.
+
+    `files_of` gives a task's files as exported (default: its folder, byte for byte).
+    """
     from taskloom.harbor import read_task_folder
 
     with RunDirectory(data.root).open(read_only=True) as store:
@@ -109,13 +113,15 @@ def task_rows(data: RunData) -> Iterator[TaskRow]:
             details=verdict.details, seconds=verdict.seconds))
     for task in data.tasks:
         yield task_row(data, task, read_task_folder(task.folder),
-                       tuple(verdicts.get((task.item, task.round), ())))
+                       tuple(verdicts.get((task.item, task.round), ())),
+                       files=files_of(task) if files_of else None)
 
 
 def task_row(data: RunData, task: RunTask, parsed: Task,
-             verdicts: tuple[VerdictSummary, ...]) -> TaskRow:
-    """The row of one exported task."""
-    files = read_files(task.folder)
+             verdicts: tuple[VerdictSummary, ...], *,
+             files: tuple[TaskFile, ...] | None = None) -> TaskRow:
+    """The row of one exported task (`files`: as exported, default its folder's)."""
+    files = files if files is not None else read_files(task.folder)
     archive = pack(task.task_id, files)
     metadata = parsed.config.metadata
     solve = parsed.file("solution", "solve.sh")

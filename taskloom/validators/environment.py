@@ -16,7 +16,8 @@ def environment_spec(task: Task, config: ValidationConfig) -> tuple[EnvironmentS
     """How to set up `task`'s environment, and a sentence saying which mode and why.
 
     Fast mode applies when the Dockerfile builds FROM the taskloom base image with only
-    instructions the sandbox emulates exactly; everything else gets a real build.
+    instructions the sandbox emulates exactly; everything else gets a real build. A task
+    that names a `docker_image` runs that image, as under Harbor, Dockerfile or not.
     """
     settings = task.config.environment
     limits = {
@@ -25,11 +26,13 @@ def environment_spec(task: Task, config: ValidationConfig) -> tuple[EnvironmentS
         "memory_mb": min(settings.memory_mb or config.default_memory_mb, config.memory_cap_mb),
     }
     text = task.dockerfile
-    if text is None:
+    if settings.docker_image or text is None:
+        # As Harbor runs it: a named image wins over a Dockerfile beside it.
         image = settings.docker_image or ""
         return (EnvironmentSpec(image=image, build=True, workdir=settings.workdir,
                                 env=dict(settings.env), **limits),
-                f"prebuilt image {image}")
+                f"prebuilt image {image}" + (" (named in task.toml: Harbor runs it, not "
+                                             "the Dockerfile)" if text else ""))
     context = task.environment
     mode: Literal["fast", "strict"] = "strict"
     why = "strict mode requested"
