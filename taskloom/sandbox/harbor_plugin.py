@@ -11,7 +11,9 @@ emulated on the taskloom base image (a Dockerfile that needs a real build is ref
 the reason), there is never a network (a task that asks for one is refused: Harbor's
 contract is to enforce the policy or reject the task), and CPU, memory and process limits
 and cleanup are those of validation. A separate verifier gets its own session, as Harbor
-gives it its own container.
+gives it its own container. A task that names a `docker_image` beside its Dockerfile (as
+`taskloom export --images` writes them, the image built from that Dockerfile) runs the
+Dockerfile: there are no images without Docker.
 """
 
 from __future__ import annotations
