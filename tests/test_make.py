@@ -79,6 +79,12 @@ def test_direction_is_read_from_the_words_not_the_order_of_formats():
         == ["keep the newest 3", "skipping drafts"]
 
 
+def test_a_folder_named_like_a_format_is_a_path_not_a_format():
+    assert formats("unpack the release tarball into /var/www/html") == ("archive", None, [])
+    assert formats("make a tar.gz of /etc/nginx") == (None, "archive", [])
+    assert formats("convert the nginx access log to CSV") == ("access_log", "csv_table", [])
+
+
 @pytest.mark.parametrize("request_text", [
     "download the dataset from the internet and count its rows",
     "scan the office network for open ports",

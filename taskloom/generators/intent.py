@@ -309,9 +309,11 @@ def formats(clause: str) -> tuple[str | None, str | None, list[str]]:
     clause = _READER.sub(lambda m: " " * len(m.group(0)), clause)
     for found in _FORMAT.finditer(clause):
         kind = FORMAT_WORDS[int(found.lastgroup[1:])][1]
-        if _EXTENSION_BEFORE.search(clause[:found.start()]) \
-                or clause[found.end():found.end() + 1] == "/":
-            continue  # "every .docx and .xlsx", "the *.log files", "pdf/": files of a tree
+        before, after = clause[:found.start()], clause[found.end():found.end() + 1]
+        if _EXTENSION_BEFORE.search(before) or after == "/" or before.endswith("/"):
+            # "every .docx and .xlsx", "the *.log files", "pdf/": files of a tree;
+            # "/var/www/html", "/etc/nginx": a folder's name, not what is read or written
+            continue
         if kind is None:
             unknown.append(found.group(0))
             continue
