@@ -30,6 +30,10 @@ def embedder():
     ("revert the commit that broke the build", "git.revert_commit"),
     ("create accounts for the new hires listed in a CSV", "users.create_from_csv"),
     ("schedule the cleanup script to run every night with cron", "cron.schedule_script"),
+    # "keep only" what matches a condition filters; "keep only the 5 newest" prunes
+    ("keep only the orders in orders.json that were refunded", "json.filter_records"),
+    ("in the dumps folder keep only the 5 newest dumps, delete the others",
+     "backup.prune_dated"),
 ])
 def test_requests_match_the_right_skill(embedder, request_text, skill):
     understood = understand(request_text, skill_graph(()), embedder)

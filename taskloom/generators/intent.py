@@ -158,6 +158,10 @@ CUES: tuple[tuple[re.Pattern, tuple[str, ...]], ...] = (
     (re.compile(r"\bsort(?:s|ed|ing)?\b|\border(?:ed)? by\b", re.I),
      ("csv.sort_rows", "json.sort_records", "text.sort_unique")),
     (re.compile(r"\bhow many\b(?!.*\b(?:each|per|every|by)\b)", re.I), ("text.count_lines",)),
+    # keeping what matches a condition, not the newest N or some columns
+    (re.compile(r"\b(?:keep|leave|retain) only\b(?!.*\b(?:columns?|newest|latest|oldest|"
+                r"most recent|\d+)\b)", re.I),
+     ("csv.filter_rows", "json.filter_records", "text.filter_lines")),
 )
 
 # Work no skill does, whatever files it names: building software, machine learning,
