@@ -87,6 +87,7 @@ def test_a_folder_named_like_a_format_is_a_path_not_a_format():
     assert formats("unpack the release tarball into /var/www/html") == ("archive", None, [])
     assert formats("make a tar.gz of /etc/nginx") == (None, "archive", [])
     assert formats("convert the nginx access log to CSV") == ("access_log", "csv_table", [])
+    assert formats("once you've created a tar.gz of /etc/nginx") == (None, "archive", [])
 
 
 @pytest.mark.parametrize("request_text", [

@@ -78,8 +78,9 @@ _EXTENSION_BEFORE = re.compile(r"(?:^|[^\w.])\*?\.\Z")
 _READER = re.compile(r"\b(?:for|in|with|using)\s+(?:ms\s+|microsoft\s+)?excel\b|"
                      r"\bexcel\s+(?:can|will|could)\s+(?:open|read)\b", re.I)
 # Before a format it writes: "into CSV", "as JSON", "make a tar.gz of", "write a manifest".
-_TO = re.compile(r"(?:\b(?:to|into|as|make|create|build|write|produce|generate|give me|"
-                 r"need|want|bundle|pack)\s+(?:an?\s+|the\s+|one\s+|proper\s+|plain\s+|"
+_TO = re.compile(r"(?:\b(?:to|into|as|make|made|create|created|build|built|write|wrote|"
+                 r"written|produce|produced|generate|generated|give me|need|want|bundle|"
+                 r"bundled|pack|packed)\s+(?:an?\s+|the\s+|one\s+|proper\s+|plain\s+|"
                  r"new\s+)?(?:\w+\s+)?)$", re.I)
 
 # Verbs that start an action; a clause is cut before one of them after "and" or a comma.
