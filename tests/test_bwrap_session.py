@@ -4,6 +4,7 @@ closing leaves nothing behind."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import tarfile
 import threading
@@ -103,6 +104,61 @@ def test_files_move_by_the_server_not_by_a_tar_the_sandbox_may_have_replaced(ses
         assert archive.extractfile("reward.txt").read() == b"0\n"
     missing = session.get("/no/such/path")
     assert missing.exit_code == 1 and b"no such file" in missing.stderr
+
+
+def server_maps(session: BwrapSession) -> str:
+    """/proc/PID/maps of the session's server (PID 1 inside), read from the host."""
+    bubblewrap = session._sandbox.process.pid
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == bubblewrap and "session.py" in \
+                    (stat.parent / "cmdline").read_bytes().decode(errors="replace"):
+                return (stat.parent / "maps").read_text()
+    raise AssertionError("no session server found")
+
+
+def test_the_server_never_runs_the_sandboxs_nss_code(session):
+    """Root inside may point nsswitch.conf at a module of its own (a red team's forged the
+    reward from inside PID 1 that way): users and owners are read as plain data."""
+    assert bash(session, "sed -i 's/^passwd:.*/passwd: compat/; s/^group:.*/group: "
+                         "compat/' /etc/nsswitch.conf; getent passwd worker >/dev/null")[0] == 0
+    assert bash(session, "id -un; id -G | wc -w", user="worker")[1] == "worker\n1\n"
+    archive = io.BytesIO()
+    with tarfile.open(fileobj=archive, mode="w") as writer:
+        entry = tarfile.TarInfo("owned.txt")
+        entry.uname, entry.gname, entry.uid, entry.gid, entry.size = "worker", "worker", 0, 0, 2
+        writer.addfile(entry, io.BytesIO(b"x\n"))
+    assert session.put("/app", archive.getvalue()).exit_code == 0
+    assert session.get("/app").exit_code == 0
+    assert bash(session, "stat -c %u /app/owned.txt")[1] == "0\n"  # numeric owners
+    assert "libnss_compat" not in server_maps(session)
+
+
+def test_a_transfer_replaces_what_is_in_its_way(session):
+    assert bash(session, "mkdir -p /tests && mkfifo /tests/test.sh && "
+                         "ln -s /etc /tests/data")[0] == 0
+    files = tar_of({"test.sh": b"#!/bin/bash\necho ok\n"})
+    folder = io.BytesIO()
+    with tarfile.open(fileobj=folder, mode="w") as writer:
+        directory = tarfile.TarInfo("data")
+        directory.type, directory.mode = tarfile.DIRTYPE, 0o755
+        writer.addfile(directory)
+        entry = tarfile.TarInfo("data/passwd")
+        entry.size = 3
+        writer.addfile(entry, io.BytesIO(b"hi\n"))
+    assert session.put("/tests", files).exit_code == 0
+    assert session.put("/tests", folder.getvalue()).exit_code == 0
+    assert bash(session, "bash /tests/test.sh; stat -c %F /tests/data; cat /tests/data/passwd; "
+                         "grep -c root /etc/passwd")[1] == "ok\ndirectory\nhi\n1\n"
+
+
+def test_output_beyond_the_limit_keeps_its_head_and_tail_and_the_session(session):
+    done = session.run(["bash", "-c", "printf start; head -c 40000000 /dev/zero; printf end"])
+    assert done.exit_code == 0 and len(done.stdout) < 17 << 20
+    assert done.stdout.startswith(b"start") and done.stdout.endswith(b"end")
+    assert b"bytes left out]" in done.stdout
+    assert bash(session, "echo alive")[1] == "alive\n"
 
 
 def test_the_sandbox_cannot_reach_the_session_channel_or_a_network(session):

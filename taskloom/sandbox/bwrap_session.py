@@ -40,8 +40,9 @@ class Completed(Frozen):
 
     exit_code: int = Field(description="Exit status (-9 when killed at its deadline).")
     timed_out: bool = Field(description="True when its wall-clock limit killed it.")
-    stdout: bytes = Field(description="Everything it wrote to stdout.")
-    stderr: bytes = Field(description="Everything it wrote to stderr.")
+    stdout: bytes = Field(description="What it wrote to stdout (beyond 16 MiB, the first "
+                          "and last 8 MiB with a marker between).")
+    stderr: bytes = Field(description="What it wrote to stderr (kept as stdout is).")
 
 
 class BwrapSession:

@@ -35,8 +35,8 @@ import ctypes
 import io
 import json
 import os
-import pwd
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -48,6 +48,10 @@ PR_SET_DUMPABLE = 4
 # After the command exits, how long output still held open by its background children is
 # read before the pipes are closed (they get EPIPE, as after `docker exec` returns).
 LINGER_SEC = 0.5
+# Output kept per stream of a command: its head and its tail, half each. A command that
+# writes more must not take the memory of the sandbox (this process lives in it) and with
+# it the session.
+OUTPUT_LIMIT = 16 << 20
 
 _write_lock = threading.Lock()
 _running: set[int] = set()
@@ -63,14 +67,39 @@ def answer(message):
             view = view[os.write(1, view):]
 
 
+def _entries(path):
+    """The colon-separated lines of an account file, read as plain data."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return [line.rstrip("\n").split(":") for line in handle
+                    if line.strip() and not line.startswith("#")]
+    except OSError:
+        return []
+
+
 def user_kwargs(user):
-    """Popen arguments that run as `user` (name or uid), plus its HOME and USER."""
+    """Popen arguments that run as `user` (name or uid), plus its HOME and USER.
+
+    /etc/passwd and /etc/group are read as text, as a container engine reads them: never
+    through glibc's NSS, whose modules and nsswitch.conf the sandbox's root may replace to
+    run code in this process (which then could forge every answer).
+
+    Raises:
+        KeyError: No such user.
+    """
     if user in (None, "", "root", 0, "0"):
         return {}, {}
-    entry = pwd.getpwuid(int(user)) if str(user).isdigit() else pwd.getpwnam(str(user))
-    return ({"user": entry.pw_uid, "group": entry.pw_gid,
-             "extra_groups": os.getgrouplist(entry.pw_name, entry.pw_gid)},
-            {"HOME": entry.pw_dir, "USER": entry.pw_name})
+    field = 2 if str(user).isdigit() else 0
+    entry = next((e for e in _entries("/etc/passwd")
+                  if len(e) >= 7 and e[field] == str(user) and e[2].isdigit()
+                  and e[3].isdigit()), None)
+    if entry is None:
+        raise KeyError(user)
+    name, uid, gid = entry[0], int(entry[2]), int(entry[3])
+    groups = sorted({gid} | {int(e[2]) for e in _entries("/etc/group") if len(e) >= 4
+                             and e[2].isdigit() and name in e[3].split(",")})
+    return ({"user": uid, "group": gid, "extra_groups": groups},
+            {"HOME": entry[5] or "/", "USER": name})
 
 
 def serve(request):
@@ -91,10 +120,22 @@ def serve(request):
 
 
 def put(directory, data):
-    """Unpack a tar archive into `directory` (made first), keeping modes and owners."""
+    """Unpack a tar archive into `directory` (made first), keeping modes and numeric owners.
+
+    Whatever is in the way of a file (a link, a FIFO, a file where a folder goes) is
+    replaced, never written through or opened, as a container engine's copy replaces it.
+    """
     os.makedirs(directory, exist_ok=True)
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as archive:
-        archive.extractall(directory)
+        for member in archive.getmembers():
+            target = os.path.join(directory, member.name)
+            keep = member.isdir() and os.path.isdir(target) and not os.path.islink(target)
+            if os.path.lexists(target) and not keep:
+                if os.path.isdir(target) and not os.path.islink(target):
+                    shutil.rmtree(target)
+                else:
+                    os.unlink(target)
+            archive.extract(member, directory, numeric_owner=True)
 
 
 def get(path):
@@ -143,12 +184,38 @@ def run(request, reply):
                 stdout=base64.b64encode(out).decode(), stderr=base64.b64encode(err).decode())
 
 
+class Kept:
+    """The head and the tail of a stream, with how much was left out between them."""
+
+    def __init__(self, limit=OUTPUT_LIMIT):
+        self.half = limit // 2
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.dropped = 0
+
+    def feed(self, data):
+        """Take the next bytes of the stream."""
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        self.tail += data
+        if len(self.tail) > self.half:
+            self.dropped += len(self.tail) - self.half
+            del self.tail[:len(self.tail) - self.half]
+
+    def value(self):
+        """The kept bytes, with a marker where bytes were left out."""
+        gap = b"\n[taskloom: %d bytes left out]\n" % self.dropped if self.dropped else b""
+        return bytes(self.head) + gap + bytes(self.tail)
+
+
 def _communicate(proc, data, timeout):
     """(stdout, stderr, timed out): feed stdin, read both pipes until the command ends."""
     deadline = time.monotonic() + timeout if timeout else None
     threading.Thread(target=_feed, args=(proc.stdin, data), daemon=True).start()
     out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
-    chunks = {out_fd: [], err_fd: []}
+    chunks = {out_fd: Kept(), err_fd: Kept()}
     open_fds = {out_fd, err_fd}
     exited_at = None
     timed_out = False
@@ -166,7 +233,7 @@ def _communicate(proc, data, timeout):
         for fd in ready:
             data = os.read(fd, 1 << 16)
             if data:
-                chunks[fd].append(data)
+                chunks[fd].feed(data)
             else:
                 open_fds.discard(fd)
     if not open_fds and not timed_out:
@@ -181,7 +248,7 @@ def _communicate(proc, data, timeout):
             os.killpg(proc.pid, signal.SIGKILL)
     proc.stdout.close()
     proc.stderr.close()
-    return b"".join(chunks[out_fd]), b"".join(chunks[err_fd]), timed_out
+    return chunks[out_fd].value(), chunks[err_fd].value(), timed_out
 
 
 def _feed(pipe, data):
@@ -219,6 +286,9 @@ def _ignore(signum, frame):
 
 def main():
     """Serve requests from stdin until it closes."""
+    # tarfile looks owners up by name through NSS unless it has no pwd and grp modules:
+    # this process must never run the sandbox's NSS code (see user_kwargs).
+    tarfile.pwd = tarfile.grp = None
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
         signal.signal(signum, _ignore)
     try:
