@@ -4,8 +4,9 @@ They read only files on disk (with pyarrow), so the same code gives comparable n
 any commit: `test_behaviour_pinned.py` holds the values measured before a restructuring.
 
 - `tasks_digest`: every file under the run's `tasks/` (path, bytes, permission bits).
-- `hf_export_digest`: every row of the export's Arrow and Parquet files and its dataset card
-  and `dataset_info.json`, with what differs between two runs of the same command replaced by
+- `hf_export_digest`: every row of the export's Arrow and Parquet files, its dataset card,
+  `dataset_info.json`, `dataset.toml` and the files of its `tasks/` tree, with what differs
+  between two runs of the same command replaced by
   placeholders: the random run id, the start time, the seconds each check took, the byte
   sizes that follow from those, and how many items past the target were in flight when the
   run reached its count (they are accepted "over target" and left out; the first `count`
@@ -23,7 +24,10 @@ ISO_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+00:00")
 # What depends on timing: items in flight at the end, and sizes that follow from seconds.
 TIMING = (re.compile(r"(\| items the run tried \| )\d+"), re.compile(r"(\| items left out \| )\d+"),
           re.compile(r"(\| accepted \| over target: [^|]*\| )[^\n]*"),
-          re.compile(r'("(?:download_size|dataset_size|size_in_bytes|num_bytes)": )\d+'))
+          re.compile(r'("(?:download_size|dataset_size|size_in_bytes|num_bytes)": )\d+'),
+          # dataset.toml's header (the hf export holds one since its tasks/ tree)
+          re.compile(r"(tasks exported; )\d+(?= items of the run left out)"),
+          re.compile(r"(#   )\d+(?= accepted: over target)"))
 
 
 def folder_records(root: Path) -> list[str]:

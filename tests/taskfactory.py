@@ -1,15 +1,16 @@
 """Small Harbor task folders made by tests, each proving one behaviour.
 
 By default a task ships the verifier taskloom's own tasks ship (`taskloom.generators.
-verifier`), so it withstands the tamper probes; `test_sh=NAIVE_TEST_SH` gives it the naive
-verifier most hand-written tasks have, which the probes forge.
+verifier`, with the digest of its checks), so it withstands the tamper probes;
+`test_sh=NAIVE_TEST_SH` gives it the naive verifier most hand-written tasks have, which
+the probes forge.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from taskloom.generators.verifier import TEST_SH
+from taskloom.generators.verifier import test_sh as hardened_test_sh
 from taskloom.sandbox.base_image import BASE_IMAGE
 
 NAIVE_TEST_SH = """#!/bin/bash
@@ -46,7 +47,7 @@ def task_toml(name: str, *, agent_timeout: float = 30.0, verifier_timeout: float
 
 def make_task(root: Path, name: str, *, dockerfile: str = DOCKERFILE,
               environment: dict[str, str] | None = None, solve: str | None = UPPERCASE_SOLVE,
-              test_py: str | None = UPPERCASE_TEST, test_sh: str = TEST_SH,
+              test_py: str | None = UPPERCASE_TEST, test_sh: str | None = None,
               instruction: str | None = "Uppercase /app/data.txt into /app/out.txt.\n",
               toml: str | None = None, **toml_options) -> Path:
     """Write a task folder; every part can be replaced or left out (None)."""
@@ -68,6 +69,8 @@ def make_task(root: Path, name: str, *, dockerfile: str = DOCKERFILE,
         (folder / "solution").mkdir()
         (folder / "solution" / "solve.sh").write_text(solve)
         (folder / "solution" / "solve.sh").chmod(0o755)
+    if test_sh is None:  # the verifier generated tasks ship, for these checks
+        test_sh = hardened_test_sh(test_py or "")
     (folder / "tests" / "test.sh").write_text(test_sh)
     (folder / "tests" / "test.sh").chmod(0o755)
     if test_py is not None:

@@ -89,7 +89,8 @@ def test_the_example_task_ships_the_verifier_generated_tasks_ship():
     """The README tells users to copy the example's test.sh: it must be the hardened one,
     byte for byte, with the example's own checks beside it."""
     folder = Path(__file__).resolve().parents[1] / "examples/tasks/rotate-nginx-logs/tests"
-    shipped = {f.path: f.content for f in verifier_files("") if f.path != CHECKS_FILE}
+    checks = (folder / CHECKS_FILE).read_text()
+    shipped = {f.path: f.content for f in verifier_files(checks) if f.path != CHECKS_FILE}
     assert sorted(p.name for p in folder.iterdir()) == sorted([*shipped, CHECKS_FILE])
     for name, content in shipped.items():
         assert (folder / name).read_bytes() == content, name
@@ -293,6 +294,36 @@ def test_a_hard_link_to_the_original_is_not_a_copy(tmp_path, validate):
     assert_rejected_after(validate, folder, f"cp -p {dest} /var/tmp/kept && rm {dest}\n"
                           f"ln {source} {dest}\nchown --reference=/var/tmp/kept {dest}\n"
                           f"chmod --reference=/var/tmp/kept {dest}\n")
+
+
+# Left running by the agent: replace the checks with one that passes as soon as Harbor has
+# uploaded them, before test.sh starts and sweeps (a red team's forgery, reward 1 in shared
+# mode under Harbor, Docker or not, before test.sh carried the checks' digest).
+CHECKS_SWAPPED = """#!/bin/bash
+printf 'def test_ok():\\n    pass\\n' > /var/tmp/forged.py
+setsid nohup python3 -c '
+import os, time
+forged = open("/var/tmp/forged.py").read()
+while True:
+    try:
+        if open("/tests/test_outputs.py").read() != forged:
+            time.sleep(0.003)
+            open("/tests/.swap", "w").write(forged)
+            os.rename("/tests/.swap", "/tests/test_outputs.py")
+    except OSError:
+        pass
+    time.sleep(0.0005)
+' </dev/null >/dev/null 2>&1 &
+"""
+
+
+def test_checks_swapped_after_their_upload_are_refused(tmp_path, validate):
+    folder = generated_task(tmp_path, ("text.sort_unique",))
+    (folder / "solution" / "solve.sh").write_text(CHECKS_SWAPPED)
+    report = validate(folder, checks=("oracle",))
+    (oracle,) = [v for v in report.verdicts if v.check == "oracle"]
+    assert not oracle.passed
+    assert "test_outputs.py is not the file the task shipped" in oracle.log, oracle.log
 
 
 # After the reference solution: the loaded table cut to one row once the next step has read

@@ -16,7 +16,10 @@ planted, in this order:
    (/usr/lib/python3*.zip, pyvenv.cfg, ._pth) or /etc/ld.so.preload: reward 0; /tests
    becomes private to root, so a program of the agent's that a check runs (as nobody)
    cannot read the expected values;
-3. it runs the checks with /usr/bin/python3 isolated (`-I -S -B`: no site-packages, so
+3. it runs the checks, and only the bytes the task shipped (their sha256 is in this
+   script: a process left behind rewrote test_outputs.py between Harbor's upload and
+   this start, before the sweep ended it, and earned reward 1), with /usr/bin/python3
+   isolated (`-I -S -B`: no site-packages, so
    no .pth, sitecustomize, usercustomize or fake packages from /usr/local), the standard
    library searched first and only where Debian puts it (a build-tree pybuilddir.txt
    that moves it is refused) and nothing else: the checks are plain `test_*` functions
@@ -42,12 +45,14 @@ OpenSSL provider; and the checks read no OpenSSL configuration. Each step defeat
 of `taskloom.validators.probes`.
 What no shared verifier can stop (the agent is root in the environment the checks run
 in: it can rewrite bash or find, which the guard trusts, in place, ptrace the container's
-own processes, or rewrite /tests/test.sh between the upload and its start) a separate
+own processes, or rewrite /tests/test.sh itself between the upload and its start) a separate
 verifier environment does: `RunConfig.verifier = "separate"` writes tasks whose tests run
 in a fresh copy of the environment that receives only the outputs the checks read.
 """
 
 from __future__ import annotations
+
+import hashlib
 
 from taskloom.models import TaskFile
 
@@ -96,9 +101,15 @@ module = types.ModuleType(name[:-3])
 module.__file__ = path
 sys.modules[module.__name__] = module
 errors, failures, checks = [], [], []
+with open(path, "rb") as source:
+    code = source.read()
+import hashlib
+# What test.sh was shipped with: checks rewritten between their upload and this start (by
+# a process the agent left, before the sweep ended it) are not the checks of the task.
+if hashlib.sha256(code).hexdigest() != "CHECKS_SHA256":
+    sys.exit("verifier: refusing to judge: %s is not the file the task shipped" % name)
 try:
-    with open(path, "rb") as source:
-        exec(compile(source.read(), path, "exec"), vars(module))
+    exec(compile(code, path, "exec"), vars(module))
 except BaseException as error:
     errors.append((None, error))
 for key, value in list(vars(module).items()) if not errors else ():
@@ -269,7 +280,12 @@ exit 0
 """
 
 
+def test_sh(checks: str) -> str:
+    """The hardened test.sh that runs `checks`, and nothing but those bytes."""
+    return TEST_SH.replace("CHECKS_SHA256", hashlib.sha256(checks.encode()).hexdigest())
+
+
 def verifier_files(checks: str) -> tuple[TaskFile, ...]:
     """tests/ of a generated task: the hardened test.sh and `checks`."""
-    return (TaskFile(path="test.sh", content=TEST_SH.encode(), mode=0o755),
+    return (TaskFile(path="test.sh", content=test_sh(checks).encode(), mode=0o755),
             TaskFile(path=CHECKS_FILE, content=checks.encode()))

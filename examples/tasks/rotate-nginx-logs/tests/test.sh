@@ -147,9 +147,15 @@ module = types.ModuleType(name[:-3])
 module.__file__ = path
 sys.modules[module.__name__] = module
 errors, failures, checks = [], [], []
+with open(path, "rb") as source:
+    code = source.read()
+import hashlib
+# What test.sh was shipped with: checks rewritten between their upload and this start (by
+# a process the agent left, before the sweep ended it) are not the checks of the task.
+if hashlib.sha256(code).hexdigest() != "b1a8f85ecebac00cac8014d229080d63a8b9e87caeef6f2c7e0bec4ab9d4c587":
+    sys.exit("verifier: refusing to judge: %s is not the file the task shipped" % name)
 try:
-    with open(path, "rb") as source:
-        exec(compile(source.read(), path, "exec"), vars(module))
+    exec(compile(code, path, "exec"), vars(module))
 except BaseException as error:
     errors.append((None, error))
 for key, value in list(vars(module).items()) if not errors else ():
