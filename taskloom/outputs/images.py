@@ -4,10 +4,10 @@ Runners that cannot build Dockerfiles (Prime Intellect's verifiers, most cloud s
 need `[environment] docker_image`. Each task's `environment/` is built once with Docker
 and named by its content, `taskloom/<task_id>:<sha256 of environment/, 16 hex>` (with
 `REGISTRY/` before it when pushed): an image that exists is not built again, and a
-changed environment gets a new name. The
-exported `task.toml` names the image (the Dockerfile stays, so `--force-build` still
-works); the images are pushed to `--registry` or, without one, saved to `images.tar`
-beside the tasks, which `docker load -i images.tar` reads.
+changed environment gets a new name. The exported `task.toml` names the image (the
+Dockerfile stays, so `--force-build` still works); the images are pushed to `--registry`
+or, without one, saved to `images.tar` beside the tasks, which `docker load -i
+images.tar` reads.
 """
 
 from __future__ import annotations
