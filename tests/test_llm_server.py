@@ -27,6 +27,7 @@ from taskloom.generators.llm.prompts import prompt
 from taskloom.pipeline.runner import Runner
 from taskloom.pipeline.store import RunStore
 
+pytestmark = pytest.mark.llama
 FINAL = ("accepted", "rejected", "failed", "duplicate")
 
 

@@ -242,6 +242,7 @@ def test_cli_parser_llm_without_a_model_exits_2_naming_the_variables(tmp_path):
 # -- a real model -------------------------------------------------------------------------------
 
 @pytest.mark.slow  # about a minute on two threads
+@pytest.mark.llama
 def test_a_real_model_is_asked_and_its_answer_used_or_set_aside(tmp_path, graph, embedder,
                                                                 allowed, cache):
     # The CSV and JSON skills only: a short prompt, so a 135M model on two threads answers
