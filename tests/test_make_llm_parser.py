@@ -21,10 +21,9 @@ from taskloom.config import LLMConfig
 from taskloom.errors import ConfigError, NoMatch
 from taskloom.generators.backends import skill_graph
 from taskloom.generators.intent import chained, parse_intent
-from taskloom.generators.llm.exchange import Exchange
+from taskloom.generators.llm.exchange import Exchange, ExchangeFile
 from taskloom.generators.llm.intent import (
     CACHE_FILE,
-    ExchangeFile,
     intent_model,
     parse_with_model,
 )

@@ -10,7 +10,8 @@ import typer
 from rich.markup import escape
 
 from taskloom.cli.common import app, console, fail, stdout
-from taskloom.errors import TaskloomError
+from taskloom.cli.validate import RuntimeName
+from taskloom.errors import ConfigError, TaskloomError
 
 
 class Parser(StrEnum):
@@ -126,21 +127,29 @@ def _open_shell(task, folder: Path) -> None:
 def check(
     folder: Annotated[Path, typer.Argument(help="The task folder.")],
     container: Annotated[str | None, typer.Option(
-        help="A running environment to check (from `make --shell`); without it a fresh "
-             "environment is built and checked.")] = None,
+        help="A running Docker container to check (the one `make --shell` prints); "
+             "without it a fresh environment is set up, checked and removed.")] = None,
+    runtime: Annotated[RuntimeName, typer.Option(
+        help="Where a fresh environment runs: docker, or bwrap (no daemon).")] =
+        RuntimeName.DOCKER,
 ) -> None:
     """Run a task's tests against the current state of a live environment.
 
     Prints the reward and the checks that fail, so a person or an agent can attempt the
-    task and see how far they got. Exit 0 when the reward is 1.
+    task and see how far they got. Exit 0 when the reward is 1. A fresh environment's
+    reward shows what the untouched state earns (0 for a sound task).
     """
     from taskloom.harbor import read_task_folder
     from taskloom.sandbox import live
 
     try:
+        if container and runtime is not RuntimeName.DOCKER:
+            raise ConfigError("--container names a Docker container", field="--runtime",
+                              fix="drop --runtime, or drop --container to check a fresh "
+                                  "bwrap environment")
         task = read_task_folder(folder)
-        with console.status("checking" if container else "building a fresh environment"):
-            result = live.check_task(task, container)
+        with console.status("checking" if container else "setting up a fresh environment"):
+            result = live.check_task(task, container, runtime=runtime.value)
     except TaskloomError as exc:
         raise fail(exc) from exc
     if result.reward is None:

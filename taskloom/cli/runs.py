@@ -213,7 +213,8 @@ def runs_show(run: Annotated[Path, typer.Argument(help="A run directory.")]) -> 
 
 @app.command("export")
 def export_command(
-    run: Annotated[Path, typer.Argument(help="A run directory (run.duckdb + tasks/).")],
+    run: Annotated[Path, typer.Argument(help="A run directory (run.duckdb + tasks/), or with "
+                                             "--trajectories a `taskloom solve` folder.")],
     fmt: Annotated[str, typer.Option("--format", "-f", help="harbor: task folders + "
                                      "dataset.toml; jsonl; parquet; hf: a Hugging Face "
                                      "dataset (save_to_disk + Parquet shards) holding the "
@@ -236,15 +237,29 @@ def export_command(
         help="With --images: name the images REGISTRY/taskloom/<task>:<digest> and push "
              "them there (after `docker login`) instead of saving images.tar.")] = None,
     force: Annotated[bool, typer.Option(help="Replace --out if it exists.")] = False,
+    trajectories: Annotated[bool, typer.Option(
+        "--trajectories", help="Export the attempts of a `taskloom solve` folder that earned "
+                               "reward 1 as a chat-format SFT dataset (messages, with task "
+                               "id and reward): --format jsonl or hf.")] = False,
 ) -> None:
     """Export a run's accepted tasks as a Harbor dataset, JSONL, Parquet or HF dataset.
 
     Only tasks that passed validation and the corpus filter are exported; the command
     says how many items were left out and why (and so do the card and the manifest).
+    With --trajectories, export a solve run's successful trajectories instead.
     """
     from taskloom.outputs.dataset import check_repo_id, hub_token, hub_upload, push_to_hub
     from taskloom.outputs.export import export_run
 
+    if trajectories:
+        from taskloom.outputs.trajectories import export_trajectories
+
+        try:
+            count, _ = export_trajectories(run, fmt, output, force=force)
+        except TaskloomError as exc:
+            raise fail(exc) from exc
+        stdout.print(f"exported {count} successful trajectories as {fmt} to {output}")
+        return
     try:
         token = None
         if push:  # fail before the export, not after it

@@ -52,7 +52,8 @@ def docker_client(timeout: float = 120.0):
 
 def create_container(client, image: str, command: list[str], *, memory_mb: int,
                      cpus: float | None, network: bool, labels: dict[str, str],
-                     name: str | None = None) -> str:
+                     name: str | None = None, stdin_open: bool = False,
+                     user: str | None = None) -> str:
     """Create (not start) a locked-down container: the sandbox policy's host config.
 
     Args:
@@ -64,6 +65,8 @@ def create_container(client, image: str, command: list[str], *, memory_mb: int,
         network: Give it the default bridge network (never the default).
         labels: Its labels; `policy.sandbox_labels()` for one `prune_stale` may remove.
         name: Its name; Docker picks one when None.
+        stdin_open: Keep PID 1's stdin open for one attached client (closed when it detaches).
+        user: Who PID 1 runs as; the image's USER when None.
 
     Returns:
         The container's id.
@@ -77,7 +80,7 @@ def create_container(client, image: str, command: list[str], *, memory_mb: int,
     try:
         created = client.api.create_container(
             image=image, command=command, labels=labels, name=name,
-            network_disabled=not network,
+            network_disabled=not network, stdin_open=stdin_open, user=user,
             host_config=docker_host_config(client.api, memory_mb=memory_mb, cpus=cpus,
                                            network=network))
     except docker.errors.ImageNotFound as exc:
@@ -98,7 +101,7 @@ def tar_files(files: Iterable[TaskFile], prefix: str = "") -> bytes:
     return buffer.getvalue()
 
 
-def read_reward(client, container: str) -> tuple[float | None, str | None]:
+def read_reward(client, container: str) -> tuple[dict[str, float] | None, str | None]:
     """(reward, None) or (None, why) from the container's /logs/verifier, as Harbor reads it.
 
     Raises:
@@ -110,7 +113,11 @@ def read_reward(client, container: str) -> tuple[float | None, str | None]:
         stream, _ = client.api.get_archive(container, "/logs/verifier")
     except docker.errors.NotFound:
         return None, "tests/test.sh wrote no /logs/verifier directory"
-    data = b"".join(stream)
+    return reward_in_tar(b"".join(stream))
+
+
+def reward_in_tar(data: bytes) -> tuple[dict[str, float] | None, str | None]:
+    """(reward, None) or (None, why) from a tar of /logs/verifier, as Harbor reads it."""
     with tarfile.open(fileobj=io.BytesIO(data)) as archive:
         files = {Path(m.name).name: archive.extractfile(m).read(65536)
                  for m in archive.getmembers() if m.isfile()}

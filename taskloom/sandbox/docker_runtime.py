@@ -131,22 +131,32 @@ class DockerRuntime:
 
     # -- containers -----------------------------------------------------------------------
 
-    def _create(self, image: str, command: list[str], plan: TrialPlan) -> str:
+    def create(self, image: str, command: list[str], plan: TrialPlan, *,
+               stdin_open: bool = False, user: str | None = None,
+               name: str | None = None) -> str:
+        """A locked-down container of this runtime (removed by `remove` or `close`).
+
+        Raises:
+            SandboxError: The runtime is closed, or the engine refused.
+            SandboxUnavailable: The image is not available locally.
+        """
         spec = plan.environment
         if self._closed:
             raise SandboxError("the runtime was closed (interrupted); no new sandboxes")
         container_id = create_container(self.client, image, command, memory_mb=spec.memory_mb,
                                         cpus=spec.cpus, network=plan.network,
-                                        labels=sandbox_labels())
+                                        labels=sandbox_labels(), stdin_open=stdin_open,
+                                        user=user, name=name)
         with self._lock:
             self._live.add(container_id)
             closed = self._closed
         if closed:  # close() ran while we were creating: do not leave this one behind
-            self._remove(container_id)
+            self.remove(container_id)
             raise SandboxError("the runtime was closed (interrupted); no new sandboxes")
         return container_id
 
-    def _remove(self, container_id: str) -> None:
+    def remove(self, container_id: str) -> None:
+        """Force-remove a container this runtime created (gone already is fine)."""
         import docker.errors
 
         with contextlib.suppress(docker.errors.NotFound):
@@ -167,7 +177,7 @@ class DockerRuntime:
         spec = plan.environment
         deadline = (spec.build_timeout_sec + 30.0 + len(phases) *
                     (plan.solution_timeout + plan.tests_timeout + 5.0))
-        container_id = self._create(spec.image, ["python3", "/.taskloom/driver.py"], plan)
+        container_id = self.create(spec.image, ["python3", "/.taskloom/driver.py"], plan)
         try:
             with tempfile.TemporaryFile() as payload:
                 _write_driver_archive(self._driver, driver_plan(
@@ -180,7 +190,7 @@ class DockerRuntime:
         except engine_errors() as exc:
             raise SandboxError(f"the Docker engine failed while running a trial: {exc}") from exc
         finally:
-            self._remove(container_id)
+            self.remove(container_id)
         report = read_report(logs, timed_out=timed_out,
                              out_of_memory=bool(state.get("OOMKilled")))
         if report is None:
@@ -211,7 +221,7 @@ class DockerRuntime:
         spec = plan.environment
         started = time.monotonic()
         if spec.context:
-            image, setup = self._build(plan)
+            image, setup = self.build(plan)
             if image is None:
                 return TrialResult(setup=setup, sandboxes=0)
         else:
@@ -222,14 +232,17 @@ class DockerRuntime:
             results = [self._exec_phase(image, plan, phase) for phase in plan.phases]
         finally:
             if spec.context and not self.keep_images:
-                self._drop_image(image)
+                self.drop_image(image)
         setup = setup.model_copy(update={"seconds": setup.seconds or
                                          time.monotonic() - started})
         return TrialResult(setup=setup, phases=tuple(results), leaks=leaks,
                            sandboxes=len(results) + (1 if plan.leak_fingerprints else 0))
 
-    def _build(self, plan: TrialPlan) -> tuple[str | None, SetupResult]:
-        """Docker build the context; (image, result) or (None, failed result)."""
+    def build(self, plan: TrialPlan) -> tuple[str | None, SetupResult]:
+        """Docker build the context; (image, result) or (None, failed result).
+
+        The image is removed by `drop_image` or `close`.
+        """
         import docker.errors
         import requests
 
@@ -260,7 +273,8 @@ class DockerRuntime:
         return tag, SetupResult(ok=True, seconds=time.monotonic() - started,
                                 log="".join(lines)[-4000:])
 
-    def _drop_image(self, image: str) -> None:
+    def drop_image(self, image: str) -> None:
+        """Remove an image `build` made."""
         import docker.errors
 
         with contextlib.suppress(docker.errors.DockerException):
@@ -269,7 +283,7 @@ class DockerRuntime:
             self._images.discard(image)
 
     def _exec_phase(self, image: str, plan: TrialPlan, phase: Phase) -> PhaseResult:
-        container_id = self._create(image, _SLEEP_FOREVER, plan)
+        container_id = self.create(image, _SLEEP_FOREVER, plan)
         owned = [container_id]  # a separate verifier's container joins it
         try:
             self.client.api.start(container_id)
@@ -287,7 +301,7 @@ class DockerRuntime:
                     return PhaseResult(name=phase.name, solution=solution)
             if plan.separate_verifier:  # the tests run in a fresh container: artifacts only
                 collected = self._collect(container_id, [*plan.artifacts, ARTIFACTS_DIR])
-                container_id = self._create(image, _SLEEP_FOREVER, plan)
+                container_id = self.create(image, _SLEEP_FOREVER, plan)
                 owned.append(container_id)
                 self.client.api.start(container_id)
                 self._exec(container_id, ["sh", "-c", _CLEAR_LOGS], timeout=30, plan=plan)
@@ -311,7 +325,7 @@ class DockerRuntime:
             raise SandboxError(f"the Docker engine failed during {phase.name}: {exc}") from exc
         finally:
             for owned_id in owned:
-                self._remove(owned_id)
+                self.remove(owned_id)
 
     def _running(self, container_id: str) -> bool:
         """False when the container stopped (its main process was killed)."""
@@ -387,12 +401,12 @@ class DockerRuntime:
                   "-size \"${s}c\" -print 2>/dev/null; done | while read -r f; do "
                   "sha256sum \"$f\" 2>/dev/null; done; "
                   "for d in /tests /solution; do [ -e $d ] && echo \"present $d\"; done; true")
-        container_id = self._create(image, _SLEEP_FOREVER, plan)
+        container_id = self.create(image, _SLEEP_FOREVER, plan)
         try:
             self.client.api.start(container_id)
             result = self._exec(container_id, ["sh", "-c", script], timeout=120, plan=plan)
         finally:
-            self._remove(container_id)
+            self.remove(container_id)
         by_digest = {f.sha256: f.origin for f in plan.leak_fingerprints}
         leaks = []
         for line in result.log.splitlines():

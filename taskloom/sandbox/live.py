@@ -1,48 +1,41 @@
-"""Live environments: build a task's environment, open a shell in it, check its state.
+"""Live environments: a task's environment for someone attempting it, and its check.
 
 Used by people and agents who attempt a task: start it, work in it, run the task's tests
-against the current state of the running environment.
+against the current state of the environment. A live environment is a session
+(`taskloom.sandbox.session`) on either runtime, with the limits, the missing network and
+the cleanup of a validation sandbox. `check` puts tests/ in only for the check and removes
+them afterwards, as Harbor's verifier does.
 
-A live environment is a real `docker build` of the task's environment/ and a container
-made by the same factory as the Docker runtime's (`containers.create_container`: the
-sandbox policy's limits, no network, the same capabilities) that stays up while someone
-works in it. It is not labelled as a sandbox: a later validation run must not remove it
-while someone works in it; `stop` does. `check` copies tests/ in only for the check and
-removes them afterwards, as Harbor's verifier does.
-
-    check_task(task)                    # a fresh environment: the untouched state
-    check_task(task, container="NAME")  # the state someone left in a running one
-    open_shell(task)                    # `taskloom make --shell`
+    with session(task, "bwrap") as live: ...   # a started session on either runtime
+    check_in(live, task)                        # the tests against its current state
+    check_task(task, runtime="bwrap")           # a fresh environment: the untouched state
+    check_task(task, container="NAME")          # the state someone left in a container
+    open_shell(task)                            # `taskloom make --shell` (Docker)
 """
 
 from __future__ import annotations
 
 import contextlib
-import io
 import re
 import subprocess
-import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from pydantic import Field
 
 from taskloom.errors import SandboxError, SandboxUnavailable
 from taskloom.models import Frozen, Task
 from taskloom.sandbox.containers import (
-    create_container,
     docker_client,
     engine_errors,
     read_reward,
+    reward_in_tar,
     tar_files,
 )
 from taskloom.sandbox.driver import lowest
-from taskloom.sandbox.policy import LABEL
+from taskloom.sandbox.runtime import Runtime, RuntimeName, open_runtime
+from taskloom.sandbox.session import Session
 
 FAILED = re.compile(r"^FAILED (?:\S+::)?(test_\w+)", re.MULTILINE)
-LIVE_LABEL = "taskloom.live"
-# On the container: the image built for it, which `stop` removes with it.
-_IMAGE_LABEL = LABEL + ".live-image"
-_DEFAULT_MEMORY_MB = 2048
 
 
 class LiveCheck(Frozen):
@@ -57,68 +50,82 @@ class LiveCheck(Frozen):
     log: str = Field(description="Tail of the tests' output.")
 
 
-def start(task: Task, *, name: str | None = None) -> str:
-    """Build the task's environment and start a container that waits for a person.
+@contextlib.contextmanager
+def session(task: Task, runtime: RuntimeName | Runtime = "docker", *,
+            name: str | None = None) -> Iterator[Session]:
+    """A started session in `task`'s environment, closed (everything removed) on exit.
 
-    Returns:
-        The container's name.
+    Args:
+        task: The task whose environment to set up (its Dockerfile, or its docker_image).
+        runtime: "docker" (a real build) or "bwrap" (the Dockerfile emulated, no daemon),
+            or an open runtime of either kind to make the session with (left open).
+        name: The container's name (Docker only); Docker picks one when None.
 
     Raises:
-        SandboxError: The environment does not build, or the container does not start.
-        SandboxUnavailable: The engine cannot build at all.
+        SandboxError: The environment does not build, or the session does not start.
+        SandboxUnavailable: The runtime cannot make sandboxes here.
     """
-    import docker.errors
+    from taskloom.config import ValidationConfig
+    from taskloom.validators.environment import environment_spec
 
-    client = docker_client()
-    image = f"taskloom-live:{uuid.uuid4().hex[:12]}"
+    spec, _ = environment_spec(task, ValidationConfig())
+    owned = isinstance(runtime, str)
+    sandboxes = open_runtime(runtime) if owned else runtime
     try:
-        client.images.build(fileobj=io.BytesIO(tar_files(task.environment)),
-                            custom_context=True, tag=image, rm=True, forcerm=True,
-                            network_mode="none", labels={LIVE_LABEL: task.name})
-    except docker.errors.BuildError as exc:
-        log = "".join(str(chunk.get("stream", "")) for chunk in exc.build_log)[-3000:]
-        raise SandboxError(f"the environment of {task.name} does not build:\n{log}") from exc
-    except docker.errors.DockerException as exc:
-        raise SandboxUnavailable(f"cannot build the environment: {exc}",
-                                 fix="check `taskloom doctor`") from exc
-    name = name or f"taskloom-{task.name[:40]}-{uuid.uuid4().hex[:6]}"
-    try:
-        container = create_container(
-            client, image, ["sleep", "infinity"],
-            memory_mb=task.config.environment.memory_mb or _DEFAULT_MEMORY_MB,
-            cpus=None, network=False, labels={LIVE_LABEL: task.name, _IMAGE_LABEL: image},
-            name=name)
+        if sandboxes.name == "bwrap":
+            from taskloom.sandbox.bwrap_session import BwrapSession
+
+            opened: Session = BwrapSession(sandboxes, spec)
+        else:
+            from taskloom.sandbox.docker_session import DockerSession
+
+            opened = DockerSession(sandboxes, spec, name=name)
     except BaseException:
-        with contextlib.suppress(docker.errors.DockerException):
-            client.images.remove(image, force=True)
+        if owned:
+            sandboxes.close()
         raise
     try:
-        client.api.start(container)
-    except docker.errors.DockerException as exc:
-        stop(name)
-        raise SandboxError(f"the environment of {task.name} does not start: {exc}") from exc
-    return name
+        with opened:
+            yield opened
+    finally:
+        if owned:
+            sandboxes.close()
 
 
-def shell(container: str) -> int:
-    """An interactive bash in the container (needs a terminal); returns its exit code."""
-    return subprocess.call(["docker", "exec", "-it", container, "bash", "-l"])
+def check_in(live: Session, task: Task, *, timeout: float | None = None) -> LiveCheck:
+    """Run the task's tests against the session's current state and read the reward.
 
-
-def stop(container: str) -> None:
-    """Remove the container and the image built for it."""
-    import docker.errors
-
-    client = docker_client()
+    Raises:
+        SandboxError: The session ended during the check.
+    """
+    limit = timeout or task.config.verifier.timeout_sec
+    live.run(["sh", "-c", "rm -rf /logs/verifier /tests && mkdir -p /logs/verifier && "
+                          "chmod 777 /logs/verifier"], user="root")
+    live.put("/tests", tar_files(task.tests))
     try:
-        found = client.containers.get(container)
-    except docker.errors.NotFound:
-        return
-    image = (found.labels or {}).get(_IMAGE_LABEL)
-    found.remove(force=True)
-    if image:
-        with contextlib.suppress(docker.errors.DockerException):
-            client.images.remove(image, force=True)
+        done = live.run(["bash", "/tests/test.sh"], timeout=limit)
+        output = (done.stdout + done.stderr).decode("utf-8", "replace")
+        if done.timed_out:
+            output += f"\n[taskloom: the tests were killed after {limit:g} s]"
+        verifier = live.get("/logs/verifier")
+        rewards, error = reward_in_tar(verifier.stdout) if verifier.exit_code == 0 else \
+            (None, "tests/test.sh wrote no /logs/verifier directory")
+    finally:
+        live.run(["rm", "-rf", "/tests"], user="root")
+    return LiveCheck(reward=lowest(rewards), reward_error=error,
+                     failed=tuple(dict.fromkeys(FAILED.findall(output))), log=output[-6000:])
+
+
+def shell(container: str, live: Session | None = None) -> int:
+    """An interactive bash in the container (needs a terminal); returns its exit code.
+
+    With the session that made it, the shell starts as its commands do: the environment's
+    USER, in its WORKDIR.
+    """
+    where = []
+    if live is not None:
+        where = ["-u", live.spec.user or "root", "-w", live.spec.workdir or "/"]
+    return subprocess.call(["docker", "exec", "-it", *where, container, "bash", "-l"])
 
 
 def open_shell(task: Task, *, ready: Callable[[str], None] | None = None) -> int:
@@ -132,13 +139,13 @@ def open_shell(task: Task, *, ready: Callable[[str], None] | None = None) -> int
     Returns:
         The shell's exit code.
     """
-    name = start(task)
-    try:
+    import uuid
+
+    name = f"taskloom-{task.name[:40]}-{uuid.uuid4().hex[:6]}"
+    with session(task, "docker", name=name) as live:
         if ready is not None:
             ready(name)
-        return shell(name)
-    finally:
-        stop(name)
+        return shell(name, live)
 
 
 def check(task: Task, container: str, *, timeout: float | None = None) -> LiveCheck:
@@ -176,23 +183,22 @@ def check(task: Task, container: str, *, timeout: float | None = None) -> LiveCh
                      failed=tuple(dict.fromkeys(FAILED.findall(output))), log=output[-6000:])
 
 
-def check_task(task: Task, container: str | None = None, *,
+def check_task(task: Task, container: str | None = None, *, runtime: RuntimeName = "docker",
                timeout: float | None = None) -> LiveCheck:
-    """Run the task's tests in a live environment: a running one, or a fresh one.
+    """Run the task's tests in a live environment: a running container, or a fresh one.
 
     Args:
         task: The task whose tests to run.
-        container: A running environment (from `start` or `make --shell`) to check as it
-            is; None builds a fresh one, checks it and removes it.
+        container: A running Docker container (from `make --shell`) to check as it is;
+            None sets up a fresh environment on `runtime`, checks it and removes it.
+        runtime: Where a fresh environment runs: "docker" or "bwrap".
         timeout: Seconds the tests may take; the task's verifier timeout when None.
 
     Raises:
-        SandboxUnavailable: No container has that name, or the engine cannot build.
-        SandboxError: The environment does not build, or the engine failed.
+        SandboxUnavailable: No container has that name, or the runtime is unusable here.
+        SandboxError: The environment does not build, or the sandbox failed.
     """
-    name = container if container is not None else start(task)
-    try:
-        return check(task, name, timeout=timeout)
-    finally:
-        if container is None:
-            stop(name)
+    if container is not None:
+        return check(task, container, timeout=timeout)
+    with session(task, runtime) as live:
+        return check_in(live, task, timeout=timeout)

@@ -145,3 +145,14 @@ class IntentAnswer(Answer):
                                    "days); may be empty.")
     refusal: str | None = Field(description="Why no task should be made (it reaches the "
                                 "network or real hosts, or asks for harm), or null.")
+
+
+class TurnAnswer(Answer):
+    """One turn of the terminal agent (`taskloom.rollouts.agent`)."""
+
+    thought: str = Field(max_length=300, description="What the last output showed and what "
+                         "you do now, in a sentence.")
+    commands: list[str] = Field(description="Bash lines to run now, as one script (empty "
+                                "when done).")
+    done: bool = Field(description="True when the task is complete; commands are then not "
+                       "run.")

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from taskloom.models import Frozen, Usage
 
@@ -64,3 +67,56 @@ class Exchange(Frozen):
         """Tokens and dollars of this exchange (one request)."""
         return Usage(tokens_in=self.tokens_in, tokens_out=self.tokens_out,
                      cost_usd=self.cost_usd, requests=1)
+
+
+class ExchangeFile:
+    """Exchanges kept one JSON line each: appended whole, torn lines skipped when read.
+
+    Several processes (`make`, `solve`) may share the file: each appends its new lines in one write
+    to a file opened for appending, so lines never interleave.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.known: set[str] = set()
+
+    def load(self) -> dict[str, Exchange]:
+        """Every exchange in the file by key (none when it is missing or unreadable)."""
+        try:
+            text = self.path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return {}
+        found: dict[str, Exchange] = {}
+        for line in text.splitlines():
+            try:
+                exchange = Exchange.model_validate_json(line)
+            except ValidationError:  # torn by a crash mid-write, or blank
+                continue
+            found[exchange.key] = exchange
+        self.known |= set(found)
+        return found
+
+    def add(self, exchanges: Iterable[Exchange]) -> None:
+        """Append the exchanges not in the file yet (a read-only cache keeps nothing)."""
+        new = {e.key: e for e in exchanges if e.key not in self.known}
+        if not new:
+            return
+        data = "".join(e.model_dump_json() + "\n" for e in new.values()).encode()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            descriptor = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                if os.fstat(descriptor).st_size and not _ends_with_newline(self.path):
+                    data = b"\n" + data  # a torn last line stays apart from ours
+                os.write(descriptor, data)
+            finally:
+                os.close(descriptor)
+        except OSError:
+            return
+        self.known |= set(new)
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with path.open("rb") as handle:
+        handle.seek(-1, os.SEEK_END)
+        return handle.read(1) == b"\n"

@@ -544,6 +544,15 @@ def schema_instance(schema: dict[str, Any]) -> Any:
     return walk(schema)
 
 
+def _turn(asked: _Asked, rng: random.Random) -> dict[str, Any]:
+    """The terminal agent's turn: look around once, then say done (it solves nothing)."""
+    if asked.find(r"^Turn (\d+) of") == "1":
+        return {"thought": "Look at the working directory first.", "commands": ["ls -la"],
+                "done": False}
+    return {"thought": "The mock model stops here.", "commands": [], "done": True}
+
+
 WRITERS: dict[str, Callable[[_Asked, random.Random], dict[str, Any]]] = {
     "PlanAnswer": _plan, "RewriteAnswer": _rewrite, "DraftAnswer": _draft,
-    "RefineAnswer": _refine, "JudgeAnswer": _judge, "IntentAnswer": _intent}
+    "RefineAnswer": _refine, "JudgeAnswer": _judge, "IntentAnswer": _intent,
+    "TurnAnswer": _turn}

@@ -18,7 +18,8 @@ from pydantic import BaseModel
 
 from taskloom.generators.llm.exchange import ChatMessage, ChatRequest
 
-PROMPT_NAMES = ("planner", "generator", "refiner", "rewriter", "judge", "intent")
+PROMPT_NAMES = ("planner", "generator", "refiner", "rewriter", "judge", "intent", "agent",
+                "forger")
 _SECTION = re.compile(r"^<!-- taskloom:(system|user) -->\s*$", re.MULTILINE)
 _SLOT = re.compile(r"\{\{\s*([a-z_]+)\s*\}\}")
 

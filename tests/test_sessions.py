@@ -1,26 +1,31 @@
-"""A long-lived bwrap session (what the Harbor plugin drives), against the real sandbox:
-state and background processes last between commands, limits and isolation hold, and
-closing leaves nothing behind."""
+"""Live sessions on both runtimes (what the Harbor plugin, `make --shell` and `check` work
+in), against the real sandboxes: state and background processes last between commands,
+limits and isolation hold, files move without the sandbox's own tools, and closing leaves
+nothing behind."""
 
 from __future__ import annotations
 
 import contextlib
 import io
+import subprocess
+import sys
 import tarfile
 import threading
 import time
 from pathlib import Path
 
+import docker.errors
 import pytest
 
 from taskloom.errors import SandboxError
+from taskloom.harbor import read_task_folder
 from taskloom.models import TaskFile
-from taskloom.sandbox import cgroups
+from taskloom.sandbox import cgroups, live
 from taskloom.sandbox.base_image import BASE_IMAGE
 from taskloom.sandbox.bwrap_session import BwrapSession
+from taskloom.sandbox.docker_session import DockerSession
+from taskloom.sandbox.session import Session
 from taskloom.sandbox.trial import EnvironmentSpec
-
-pytestmark = pytest.mark.bwrap
 
 
 def spec_of(dockerfile: str, **files: str) -> EnvironmentSpec:
@@ -33,15 +38,23 @@ DOCKERFILE = (f"FROM {BASE_IMAGE}\nWORKDIR /app\nCOPY data.txt /app/data.txt\n"
               "ENV GREETING=hello\nRUN useradd --create-home worker\n")
 
 
+SESSIONS = {"docker": DockerSession, "bwrap": BwrapSession}
+
+
+def new_session(runtime_name: str, request, spec: EnvironmentSpec) -> Session:
+    runtime = request.getfixturevalue(f"{runtime_name}_runtime")
+    return SESSIONS[runtime_name](runtime, spec)
+
+
 @pytest.fixture()
-def session(bwrap_runtime):
-    opened = BwrapSession(bwrap_runtime, spec_of(DOCKERFILE, **{"data.txt": "hi\n"}))
+def session(runtime_name, request):
+    opened = new_session(runtime_name, request, spec_of(DOCKERFILE, **{"data.txt": "hi\n"}))
     opened.start()
     yield opened
     opened.close()
 
 
-def bash(session: BwrapSession, script: str, **options) -> tuple[int, str, str]:
+def bash(session: Session, script: str, **options) -> tuple[int, str, str]:
     done = session.run(["bash", "-c", script], **options)
     return done.exit_code, done.stdout.decode(), done.stderr.decode()
 
@@ -54,6 +67,7 @@ def test_commands_share_the_environment_and_what_they_leave_running(session):
     assert (code, out) == (0, "written\nalive\n")
 
 
+@pytest.mark.bwrap
 def test_a_session_outlives_the_thread_that_started_it(bwrap_runtime):
     """bubblewrap's parent-death signal follows the thread that forked it: Harbor's plugin
     starts a session in one short-lived thread and runs commands from others."""
@@ -106,8 +120,11 @@ def test_files_move_by_the_server_not_by_a_tar_the_sandbox_may_have_replaced(ses
     assert missing.exit_code == 1 and b"no such file" in missing.stderr
 
 
-def server_maps(session: BwrapSession) -> str:
+def server_maps(session: Session) -> str:
     """/proc/PID/maps of the session's server (PID 1 inside), read from the host."""
+    if isinstance(session, DockerSession):
+        state = session.runtime.client.api.inspect_container(session.container)["State"]
+        return Path(f"/proc/{state['Pid']}/maps").read_text()
     bubblewrap = session._sandbox.process.pid
     for stat in Path("/proc").glob("[0-9]*/stat"):
         with contextlib.suppress(OSError):
@@ -164,7 +181,8 @@ def test_output_beyond_the_limit_keeps_its_head_and_tail_and_the_session(session
 def test_the_sandbox_cannot_reach_the_session_channel_or_a_network(session):
     code, out, err = bash(session, "ls -l /proc/1/fd/ 2>&1; cat /proc/1/environ 2>&1 | head -c 40")
     assert "Permission denied" in out + err
-    assert not (session.runtime.rootfs.path / ".taskloom").exists()
+    if isinstance(session, BwrapSession):
+        assert not (session.runtime.rootfs.path / ".taskloom").exists()
     code, out, _ = bash(session, "cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '")
     assert out.split() == ["lo"]
     code, _, _ = bash(session, "python3 -c \"import socket; socket.create_connection(("
@@ -172,6 +190,7 @@ def test_the_sandbox_cannot_reach_the_session_channel_or_a_network(session):
     assert code != 0
 
 
+@pytest.mark.bwrap
 def test_close_kills_everything_and_removes_the_mounts_and_cgroups(bwrap_runtime):
     session = BwrapSession(bwrap_runtime, spec_of(DOCKERFILE, **{"data.txt": "hi\n"}))
     session.start()
@@ -189,6 +208,52 @@ def test_close_kills_everything_and_removes_the_mounts_and_cgroups(bwrap_runtime
         session.run(["true"])
 
 
+@pytest.mark.docker
+def test_close_removes_the_container_and_the_image_built_for_it(docker_runtime):
+    session = DockerSession(docker_runtime, spec_of(DOCKERFILE, **{"data.txt": "hi\n"}))
+    session.start()
+    bash(session, "(sleep 300 &)")
+    container, image = session.container, session._image
+    api = docker_runtime.client.api
+    assert api.inspect_container(container)["State"]["Running"] and api.inspect_image(image)
+    session.close()
+    with pytest.raises(docker.errors.NotFound):
+        api.inspect_container(container)
+    with pytest.raises(docker.errors.NotFound):
+        api.inspect_image(image)
+    with pytest.raises(SandboxError, match="closed"):
+        session.run(["true"])
+    session.close()  # twice is fine
+
+
+@pytest.mark.docker
+def test_a_prebuilt_image_runs_with_its_own_workdir_env_and_user(docker_runtime):
+    """A task that names a docker_image (as `export --images` writes) gets what `docker
+    exec` would give: the image's WORKDIR, ENV and USER."""
+    builder = DockerSession(docker_runtime, spec_of(DOCKERFILE + "USER worker\n",
+                                                    **{"data.txt": "hi\n"}))
+    with builder:
+        image = builder._image
+        docker_runtime.client.api.tag(image, "taskloom-session-test", "prebuilt")
+    try:
+        prebuilt = EnvironmentSpec(image="taskloom-session-test:prebuilt", build=True,
+                                   memory_mb=256)
+        with DockerSession(docker_runtime, prebuilt) as session:
+            assert bash(session, "pwd; echo $GREETING; id -un") == \
+                (0, "/app\nhello\nworker\n", "")
+    finally:
+        docker_runtime.client.api.remove_image("taskloom-session-test:prebuilt", force=True)
+
+
+@pytest.mark.docker
+def test_a_dockerfile_that_fails_is_reported_with_its_log(docker_runtime):
+    broken = DockerSession(docker_runtime, spec_of(f"FROM {BASE_IMAGE}\nRUN echo bad; exit 7\n"))
+    with pytest.raises(SandboxError, match="does not build"):
+        broken.start()
+    assert broken.container is None
+
+
+@pytest.mark.bwrap
 def test_environments_it_cannot_make_are_refused_with_the_reason(bwrap_runtime):
     with pytest.raises(SandboxError, match=r"FROM python:3\.12"):
         BwrapSession(bwrap_runtime, spec_of("FROM python:3.12\n"))
@@ -196,3 +261,33 @@ def test_environments_it_cannot_make_are_refused_with_the_reason(bwrap_runtime):
     with pytest.raises(SandboxError, match="setup failed"):
         broken.start()
     broken.close()
+
+
+# -- live checks: `taskloom check` and `make --shell` work in a session -----------------------
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples/tasks/rotate-nginx-logs"
+
+
+def test_a_live_check_reads_the_state_an_attempt_left(runtime_name, request):
+    request.getfixturevalue(f"{runtime_name}_runtime")  # the engine and image, or the rootfs
+    task = read_task_folder(EXAMPLE)
+    with live.session(task, runtime_name) as opened:
+        untouched = live.check_in(opened, task)
+        assert untouched.reward == 0 and untouched.failed, untouched.log
+        solve = task.file("solution", "solve.sh").content
+        assert opened.run(["bash"], stdin=solve).exit_code == 0
+        solved = live.check_in(opened, task)
+        assert (solved.reward, solved.failed) == (1, ()), solved.log
+        assert opened.run(["test", "-e", "/tests"], user="root").exit_code == 1
+
+
+@pytest.mark.bwrap
+def test_check_sets_up_a_fresh_environment_without_docker(bwrap_rootfs):
+    fresh = subprocess.run([sys.executable, "-m", "taskloom.cli", "check", str(EXAMPLE),
+                            "--runtime", "bwrap"], capture_output=True, text=True, timeout=300)
+    assert fresh.returncode == 1, fresh.stderr
+    assert "reward 0" in fresh.stdout and "failing checks" in fresh.stdout
+    mixed = subprocess.run([sys.executable, "-m", "taskloom.cli", "check", str(EXAMPLE),
+                            "--runtime", "bwrap", "--container", "x"], capture_output=True,
+                           text=True, timeout=60)
+    assert mixed.returncode == 2 and "--container names a Docker container" in mixed.stderr
