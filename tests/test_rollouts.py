@@ -132,6 +132,35 @@ def test_a_model_server_failing_mid_attempt_is_an_error_and_a_resume_finishes(
         server.close()
 
 
+def test_a_model_server_killed_mid_run_leaves_errors_that_a_resume_finishes(bwrap_runtime,
+                                                                             tmp_path):
+    task = read_task_folder(EXAMPLE)
+    solutions = {task.instruction: task.file("solution", "solve.sh").content.decode()}
+    replay = solution_replayer(solutions)
+
+    def respond(body: dict) -> Reply:
+        if "Turn 2 of" in body["messages"][-1]["content"]:  # stop listening, answer, die
+            server.close()  # (a request thread, not the serving one: no deadlock)
+        return replay(body)
+
+    server = ScriptedServer([], respond=respond)
+    out = tmp_path / "run"
+    first = solve([task], scripted_llm(server), bwrap_runtime, out, k=2, workers=1)
+    assert (first.tasks[0].errors, first.tasks[0].scored) == (2, 0)
+    assert all("ModelUnavailable" in r.error and "unreachable" in r.error
+               for r in attempts(out))
+    paid = len(server.requests)
+    restarted = replaying([task])  # on another port: the cache keys do not name the server
+    try:
+        second = solve([task], scripted_llm(restarted), bwrap_runtime, out, k=2)
+    finally:
+        restarted.close()
+    assert (second.tasks[0].passes, second.tasks[0].errors) == (2, 0)
+    assert paid == 2  # attempt 0's turns 1 and 2; everything after met a dead port
+    turns = len(steps_of(solutions[task.instruction])) + 1  # the steps, then done
+    assert len(restarted.requests) == 2 * turns - paid  # the 2 paid turns were replayed
+
+
 def test_solve_on_the_command_line_with_the_offline_mock(bwrap_rootfs, tmp_path):
     done = subprocess.run([*TASKLOOM, "solve", str(EXAMPLE), "--model", "mock", "-k", "2",
                            "--runtime", "bwrap", "--out", str(tmp_path / "run")],
