@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 
 from pydantic import Field
 
+from taskloom.config import ValidationConfig
 from taskloom.errors import SandboxError, SandboxUnavailable
 from taskloom.models import Frozen, Task
 from taskloom.sandbox.containers import (
@@ -32,6 +33,7 @@ from taskloom.sandbox.containers import (
     tar_files,
 )
 from taskloom.sandbox.driver import lowest
+from taskloom.sandbox.environment import environment_spec
 from taskloom.sandbox.runtime import Runtime, RuntimeName, open_runtime
 from taskloom.sandbox.session import Session
 
@@ -65,9 +67,6 @@ def session(task: Task, runtime: RuntimeName | Runtime = "docker", *,
         SandboxError: The environment does not build, or the session does not start.
         SandboxUnavailable: The runtime cannot make sandboxes here.
     """
-    from taskloom.config import ValidationConfig
-    from taskloom.validators.environment import environment_spec
-
     spec, _ = environment_spec(task, ValidationConfig())
     owned = isinstance(runtime, str)
     sandboxes = open_runtime(runtime) if owned else runtime

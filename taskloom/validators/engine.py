@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING
 from taskloom.config import ValidationConfig
 from taskloom.errors import ConfigError, SandboxError
 from taskloom.models import Task, TaskFile, TaskReport, Verdict, sorted_files
+from taskloom.sandbox.environment import environment_spec
 from taskloom.sandbox.runtime import Runtime
 from taskloom.sandbox.trial import Fingerprint, StepPlan, TrialPlan, TrialResult
 from taskloom.validators import registry
-from taskloom.validators.environment import environment_spec
 from taskloom.validators.protocol import Evidence, FollowUp, SandboxCheck, TrialPart, Validator
 from taskloom.validators.structure import load_task
 
