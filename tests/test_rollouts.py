@@ -6,8 +6,10 @@ resume finishes without paying twice; the real llama.cpp server runs end to end.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,7 @@ from taskloom.harbor import read_task_folder
 from taskloom.models import Task
 from taskloom.rollouts.agent import AgentLimits
 from taskloom.rollouts.solve import AttemptRecord, pass_at_k, solve
+from taskloom.sandbox.bwrap_host import STATE_ROOT
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples/tasks/rotate-nginx-logs"
 TASKLOOM = [sys.executable, "-m", "taskloom.cli"]
@@ -159,6 +162,27 @@ def test_a_model_server_killed_mid_run_leaves_errors_that_a_resume_finishes(bwra
     assert paid == 2  # attempt 0's turns 1 and 2; everything after met a dead port
     turns = len(steps_of(solutions[task.instruction])) + 1  # the steps, then done
     assert len(restarted.requests) == 2 * turns - paid  # the 2 paid turns were replayed
+
+
+def test_ctrl_c_stops_solve_at_once_and_leaves_no_sandbox(bwrap_rootfs, tmp_path):
+    server = ScriptedServer([Reply(content=json.dumps(
+        {"thought": "wait", "commands": ["sleep 60"], "done": False}))])
+    try:
+        running = subprocess.Popen(
+            [*TASKLOOM, "solve", str(EXAMPLE), "--model", "slow", "--base-url",
+             server.base_url, "-k", "4", "--runtime", "bwrap", "--out", str(tmp_path / "run")],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while len(server.requests) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)  # both workers are inside `sleep 60`
+        assert len(server.requests) >= 2
+        running.send_signal(signal.SIGINT)
+        _, err = running.communicate(timeout=30)
+    finally:
+        server.close()
+    assert running.returncode == 130 and "interrupted: sandboxes removed" in err
+    assert not list(STATE_ROOT.glob(f"{running.pid}-*"))  # its runtime's folders are gone
+    assert all(r.reward is None for r in attempts(tmp_path / "run"))  # errors, not failures
 
 
 def test_solve_on_the_command_line_with_the_offline_mock(bwrap_rootfs, tmp_path):

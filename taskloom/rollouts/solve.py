@@ -254,11 +254,16 @@ def solve(tasks: Sequence[Task], llm: LLMConfig, runtime: Runtime, out: Path, *,
         return record
 
     records = dict(done)
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, workers))
+    try:
         futures = [pool.submit(attempt, task, index) for task, index in jobs]
         for future in as_completed(futures):
             record = future.result()
             records[(record.task, record.index)] = record
+    except BaseException:  # Ctrl-C: start nothing more; closing the runtime ends the rest
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
     scores = tuple(score(task.name, [records[(task.name, i)] for i in range(k)
                                      if (task.name, i) in records], k) for task in tasks)
     report = SolveReport(model=llm.model or "", role=role, k=k, tasks=scores,
