@@ -85,6 +85,15 @@ def test_the_reference_solution_turn_by_turn_earns_1_and_a_rerun_pays_nothing(
         assert sent == 2 * sum(n + 1 for n in steps)
         again = solve(tasks, scripted_llm(server), runtime, tmp_path / "run", k=2)
         assert len(server.requests) == sent and again.tasks == report.tasks
+        edited = tasks[0].model_copy(update={"tests": tuple(
+            f.model_copy(update={"content": f.content + b"# edited\n"})
+            if f.path == "test.sh" else f for f in tasks[0].tests)})
+        kept = len(attempts(tmp_path / "run"))
+        solve([edited, *tasks[1:]], scripted_llm(server), runtime, tmp_path / "run", k=2)
+        redone = attempts(tmp_path / "run")[kept:]  # only the edited task is attempted again
+        assert sorted((r.task, r.index, r.passed) for r in redone) == \
+            [(edited.name, 0, True), (edited.name, 1, True)]
+        assert len(server.requests) == sent  # its answers were paid for: replayed
     finally:
         server.close()
 
@@ -183,6 +192,29 @@ def test_ctrl_c_stops_solve_at_once_and_leaves_no_sandbox(bwrap_rootfs, tmp_path
     assert running.returncode == 130 and "interrupted: sandboxes removed" in err
     assert not list(STATE_ROOT.glob(f"{running.pid}-*"))  # its runtime's folders are gone
     assert all(r.reward is None for r in attempts(tmp_path / "run"))  # errors, not failures
+
+
+def test_a_request_the_server_refuses_ends_the_attempt_as_a_failure(bwrap_runtime, tmp_path):
+    """A 4xx (a context too long, a content filter) is the model's limit: scored, not an
+    error to retry forever."""
+    task = read_task_folder(EXAMPLE)
+    replay = solution_replayer({task.instruction: task.file("solution", "solve.sh")
+                                .content.decode()})
+
+    def respond(body: dict) -> Reply:
+        if "Turn 2 of" in body["messages"][-1]["content"]:
+            return Reply(status=400, body={"error": {"message": "context too long"}})
+        return replay(body)
+
+    server = ScriptedServer([], respond=respond)
+    try:
+        report = solve([task], scripted_llm(server), bwrap_runtime, tmp_path / "run", k=1)
+    finally:
+        server.close()
+    (record,) = attempts(tmp_path / "run")
+    assert (record.reward, record.error, record.stopped, record.tries) == \
+        (0.0, None, "rejected", 1)
+    assert (report.tasks[0].scored, report.tasks[0].errors) == (1, 0)
 
 
 def test_solve_on_the_command_line_with_the_offline_mock(bwrap_rootfs, tmp_path):

@@ -230,7 +230,7 @@ def test_close_removes_the_container_and_the_image_built_for_it(docker_runtime):
 def test_a_prebuilt_image_runs_with_its_own_workdir_env_and_user(docker_runtime):
     """A task that names a docker_image (as `export --images` writes) gets what `docker
     exec` would give: the image's WORKDIR, ENV and USER."""
-    builder = DockerSession(docker_runtime, spec_of(DOCKERFILE + "USER worker\n",
+    builder = DockerSession(docker_runtime, spec_of(DOCKERFILE + "USER worker:worker\n",
                                                     **{"data.txt": "hi\n"}))
     with builder:
         image = builder._image
@@ -243,6 +243,16 @@ def test_a_prebuilt_image_runs_with_its_own_workdir_env_and_user(docker_runtime)
                 (0, "/app\nhello\nworker\n", "")
     finally:
         docker_runtime.client.api.remove_image("taskloom-session-test:prebuilt", force=True)
+
+
+@pytest.mark.docker
+def test_the_server_is_pid_1_whatever_the_images_entrypoint(docker_runtime):
+    """An ENTRYPOINT left in front of the server would hold the channel, dumpable."""
+    spec = spec_of(DOCKERFILE + 'ENTRYPOINT ["/bin/sh", "-c", "echo banner; exec sleep 600"]\n',
+                   **{"data.txt": "hi\n"})
+    with DockerSession(docker_runtime, spec) as session:
+        code, out, _ = bash(session, "tr '\\0' ' ' < /proc/1/cmdline")
+        assert code == 0 and "session.py" in out and "sleep" not in out
 
 
 @pytest.mark.docker

@@ -254,6 +254,11 @@ def export_command(
     if trajectories:
         from taskloom.outputs.trajectories import export_trajectories
 
+        unused = [flag for flag, value in (("--push", push), ("--images", images),
+                                           ("--registry", registry), ("--name", name))
+                  if value]
+        if unused:
+            raise typer.BadParameter(f"{', '.join(unused)} do not apply to --trajectories")
         try:
             count, _ = export_trajectories(run, fmt, output, force=force)
         except TaskloomError as exc:

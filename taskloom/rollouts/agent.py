@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from taskloom.errors import InvalidAnswer
+from taskloom.errors import InvalidAnswer, RequestRejected
 from taskloom.generators.llm.answers import TurnAnswer
 from taskloom.generators.llm.client import Session as ChatSession
 from taskloom.generators.llm.client import ask
@@ -25,7 +25,9 @@ from taskloom.generators.llm.prompts import prompt
 from taskloom.models import Frozen, Usage
 from taskloom.sandbox.session import Session
 
-Stop = Literal["done", "max_turns", "max_tokens", "wall_time"]
+# rejected: the server refused a request (4xx: too long a context, a content filter): the
+# model's limit, not the infrastructure's; the verifier scores what the agent left.
+Stop = Literal["done", "max_turns", "max_tokens", "wall_time", "rejected"]
 # agent: do the task; forger: earn the reward without doing it (the adversarial run).
 Role = Literal["agent", "forger"]
 HISTORY_TURNS = 15  # commands shown to the model, newest last
@@ -86,8 +88,8 @@ def run_agent(instruction: str, env: Session, chat: ChatSession, limits: AgentLi
             (prompts/forger.md), so any reward it earns shows the task is hackable.
 
     Raises:
-        ModelUnavailable, RequestRejected: The model server failed (an infrastructure
-            error: the caller retries the attempt, never scores it).
+        ModelUnavailable: The model server failed (an infrastructure error: the caller
+            retries the attempt, never scores it).
         SandboxError: The session failed.
     """
     started = time.monotonic()
@@ -111,6 +113,9 @@ def run_agent(instruction: str, env: Session, chat: ChatSession, limits: AgentLi
         system = request.messages[0].content
         try:
             action = ask(chat, request, TurnAnswer)
+        except RequestRejected:
+            stopped = "rejected"
+            break
         except InvalidAnswer as exc:
             last_output = (f"(your answer was not a valid JSON object of the asked form: "
                            f"{exc}; answer again)")

@@ -3,7 +3,7 @@
 Each attempt opens a live session in the task's environment, lets the agent work
 (`agent.run_agent`), then runs the task's tests in that session (`live.check_in`, as
 Harbor's verifier runs after its agent) and keeps the reward. An attempt the
-infrastructure breaks (the sandbox fails, the model server is unreachable or refuses) is
+infrastructure breaks (the sandbox fails, the model server is unreachable or fails) is
 tried again from a fresh environment, up to `retries` more times, and is counted as an
 *error* if it never finishes: never as a failure, never as reward 0.
 
@@ -30,24 +30,20 @@ from pathlib import Path
 from pydantic import Field, ValidationError
 
 from taskloom.config import LLMConfig
-from taskloom.errors import (
-    ConfigError,
-    ModelUnavailable,
-    RequestRejected,
-    SandboxError,
-    SandboxUnavailable,
-)
+from taskloom.errors import ConfigError, ModelUnavailable, SandboxError, SandboxUnavailable
 from taskloom.generators.llm.client import Session as ChatSession
 from taskloom.generators.llm.client import transport_for
 from taskloom.generators.llm.exchange import ExchangeFile
+from taskloom.generators.procedural.assemble import task_fingerprint
 from taskloom.models import Frozen, Task
 from taskloom.rollouts.agent import AgentLimits, Role, Trajectory, run_agent
 from taskloom.sandbox import live
 from taskloom.sandbox.runtime import Runtime
 from taskloom.seeding import derive_seed
 
-# What an attempt may meet that is not the model's doing: tried again, never scored.
-INFRASTRUCTURE = (SandboxError, SandboxUnavailable, ModelUnavailable, RequestRejected)
+# What an attempt may meet that is not the model's doing: tried again, never scored. (A
+# request the server refuses, 4xx, ends the attempt as the model's: see agent.Stop.)
+INFRASTRUCTURE = (SandboxError, SandboxUnavailable, ModelUnavailable)
 
 
 class AttemptRecord(Frozen):
@@ -57,6 +53,8 @@ class AttemptRecord(Frozen):
     index: int = Field(description="Which attempt of the task (0-based).")
     model: str = Field(description="Model that acted.")
     instruction: str = Field(default="", description="The task's instruction.md.")
+    task_digest: str = Field(default="", description="sha256 of the task's content when it "
+                             "was attempted (a resume re-attempts an edited task).")
     reward: float | None = Field(description="The verifier's reward (0 when it wrote none); "
                                  "None when infrastructure errors kept it from scoring.")
     reward_error: str | None = Field(default=None, description="Why the verifier wrote no "
@@ -184,8 +182,11 @@ class SolveFolder:
             for exchange in chat.exchanges:
                 self._replay.setdefault(exchange.key, exchange)
 
-    def finished(self) -> dict[tuple[str, int], AttemptRecord]:
-        """Scored attempts by (task, index); errored ones are left to try again."""
+    def finished(self, digests: dict[str, str]) -> dict[tuple[str, int], AttemptRecord]:
+        """Scored attempts by (task, index), of tasks whose content is still as `digests` says.
+
+        Errored attempts, and those of tasks edited since, are left to try again.
+        """
         found: dict[tuple[str, int], AttemptRecord] = {}
         try:
             lines = self.attempts_path.read_text(encoding="utf-8").splitlines()
@@ -196,7 +197,7 @@ class SolveFolder:
                 record = AttemptRecord.model_validate_json(line)
             except ValidationError:  # torn by a kill mid-write
                 continue
-            if record.reward is not None:
+            if record.reward is not None and record.task_digest == digests.get(record.task):
                 found[(record.task, record.index)] = record
         return found
 
@@ -229,7 +230,7 @@ def solve(tasks: Sequence[Task], llm: LLMConfig, runtime: Runtime, out: Path, *,
 
     Raises:
         ConfigError: `out` holds another model's attempts, or two tasks share a name.
-        ModelUnavailable, MissingExtra: The model cannot be reached at all.
+        MissingExtra: The openai package is missing (a model other than `mock`).
     """
     started = time.monotonic()
     names = [task.name for task in tasks]
@@ -239,7 +240,8 @@ def solve(tasks: Sequence[Task], llm: LLMConfig, runtime: Runtime, out: Path, *,
                           "task name)", field="TASKS", fix="pass each task folder once")
     limits = limits or AgentLimits()
     folder = SolveFolder(out, llm, seed, role)
-    done = folder.finished()
+    digests = {task.name: task_fingerprint(task) for task in tasks}
+    done = folder.finished(digests)
     transport = transport_for(llm)
     jobs = [(task, index) for task in tasks for index in range(k)
             if (task.name, index) not in done]
@@ -247,7 +249,7 @@ def solve(tasks: Sequence[Task], llm: LLMConfig, runtime: Runtime, out: Path, *,
     def attempt(task: Task, index: int) -> AttemptRecord:
         record = _attempt(task, index, llm, transport, runtime, limits, folder,
                           seed=derive_seed(seed, "solve", task.name, index), retries=retries,
-                          role=role)
+                          role=role).model_copy(update={"task_digest": digests[task.name]})
         folder.add(record)
         if on_attempt is not None:
             on_attempt(record)

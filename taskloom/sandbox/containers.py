@@ -53,7 +53,7 @@ def docker_client(timeout: float = 120.0):
 def create_container(client, image: str, command: list[str], *, memory_mb: int,
                      cpus: float | None, network: bool, labels: dict[str, str],
                      name: str | None = None, stdin_open: bool = False,
-                     user: str | None = None) -> str:
+                     user: str | None = None, entrypoint: list[str] | None = None) -> str:
     """Create (not start) a locked-down container: the sandbox policy's host config.
 
     Args:
@@ -67,6 +67,7 @@ def create_container(client, image: str, command: list[str], *, memory_mb: int,
         name: Its name; Docker picks one when None.
         stdin_open: Keep PID 1's stdin open for one attached client (closed when it detaches).
         user: Who PID 1 runs as; the image's USER when None.
+        entrypoint: Replaces the image's ENTRYPOINT (then `command` is its arguments).
 
     Returns:
         The container's id.
@@ -81,6 +82,7 @@ def create_container(client, image: str, command: list[str], *, memory_mb: int,
         created = client.api.create_container(
             image=image, command=command, labels=labels, name=name,
             network_disabled=not network, stdin_open=stdin_open, user=user,
+            entrypoint=entrypoint,
             host_config=docker_host_config(client.api, memory_mb=memory_mb, cpus=cpus,
                                            network=network))
     except docker.errors.ImageNotFound as exc:

@@ -133,7 +133,7 @@ class DockerRuntime:
 
     def create(self, image: str, command: list[str], plan: TrialPlan, *,
                stdin_open: bool = False, user: str | None = None,
-               name: str | None = None) -> str:
+               name: str | None = None, entrypoint: list[str] | None = None) -> str:
         """A locked-down container of this runtime (removed by `remove` or `close`).
 
         Raises:
@@ -146,7 +146,7 @@ class DockerRuntime:
         container_id = create_container(self.client, image, command, memory_mb=spec.memory_mb,
                                         cpus=spec.cpus, network=plan.network,
                                         labels=sandbox_labels(), stdin_open=stdin_open,
-                                        user=user, name=name)
+                                        user=user, name=name, entrypoint=entrypoint)
         with self._lock:
             self._live.add(container_id)
             closed = self._closed
@@ -242,10 +242,15 @@ class DockerRuntime:
         """Docker build the context; (image, result) or (None, failed result).
 
         The image is removed by `drop_image` or `close`.
+
+        Raises:
+            SandboxError: The runtime is closed.
         """
         import docker.errors
         import requests
 
+        if self._closed:
+            raise SandboxError("the runtime was closed (interrupted); no new sandboxes")
         spec = plan.environment
         tag = f"taskloom-build:{uuid.uuid4().hex[:16]}"
         context = tar_files(spec.context)

@@ -51,9 +51,11 @@ class DockerSession(Session):
             raise SandboxError("the environment names neither a Dockerfile nor an image",
                                fix="add environment/Dockerfile or [environment] docker_image")
         self.spec = self._with_image_defaults(image)
-        # The server runs as root whatever the image's USER (commands run as that USER).
-        self.container = self.runtime.create(image, SERVER_COMMAND, plan, stdin_open=True,
-                                             user="0:0", name=self.name)
+        # The server is PID 1 and root whatever the image's ENTRYPOINT and USER (an entry
+        # point left in front of it would hold the channel, dumpable, and could answer for
+        # it); commands run as the environment's USER.
+        self.container = self.runtime.create(image, [], plan, stdin_open=True, user="0:0",
+                                             name=self.name, entrypoint=SERVER_COMMAND)
         archive = io.BytesIO()
         with tarfile.open(fileobj=archive, mode="w") as writer:
             folder = tarfile.TarInfo(SERVER_PATH.rsplit("/", 1)[0].lstrip("/"))
@@ -78,15 +80,20 @@ class DockerSession(Session):
             raise SandboxError(f"cannot read image {image}: {exc}",
                                fix="build or load it first (`docker images` lists them)") from exc
         env = dict(item.split("=", 1) for item in config.get("Env") or [] if "=" in item)
+        user = (config.get("User") or "").split(":", 1)[0]  # USER name:group -> name
         return self.spec.model_copy(update={
             "workdir": self.spec.workdir or config.get("WorkingDir") or None,
             "env": {**env, **self.spec.env},
-            "user": self.spec.user or config.get("User") or None})
+            "user": self.spec.user or user or None})
 
     def _launch(self) -> subprocess.Popen:
-        return subprocess.Popen(["docker", "start", "--attach", "--interactive", self.container],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE)
+        try:
+            return subprocess.Popen(["docker", "start", "--attach", "--interactive",
+                                     self.container], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        except OSError as exc:
+            raise SandboxError(f"cannot run the docker CLI: {exc}",
+                               fix="install docker.io (scripts/setup.sh does)") from exc
 
     def _teardown(self) -> None:
         """Remove the container and the image built for it."""

@@ -38,6 +38,7 @@ from taskloom.sandbox.runtime import Runtime, RuntimeName, open_runtime
 from taskloom.sandbox.session import Session
 
 FAILED = re.compile(r"^FAILED (?:\S+::)?(test_\w+)", re.MULTILINE)
+CHORE_SEC = 60.0  # the check's own commands (clear, clean up): the sandbox may have slowed them
 
 
 class LiveCheck(Frozen):
@@ -97,12 +98,14 @@ def check_in(live: Session, task: Task, *, timeout: float | None = None) -> Live
     Raises:
         SandboxError: The session ended during the check.
     """
-    limit = timeout or task.config.verifier.timeout_sec
+    verifier = task.config.verifier
+    limit = timeout or verifier.timeout_sec
     live.run(["sh", "-c", "rm -rf /logs/verifier /tests && mkdir -p /logs/verifier && "
-                          "chmod 777 /logs/verifier"], user="root")
+                          "chmod 777 /logs/verifier"], user="root", timeout=CHORE_SEC)
     live.put("/tests", tar_files(task.tests))
     try:
-        done = live.run(["bash", "/tests/test.sh"], timeout=limit)
+        done = live.run(["bash", "/tests/test.sh"], timeout=limit, env=dict(verifier.env),
+                        user=None if verifier.user is None else str(verifier.user))
         output = (done.stdout + done.stderr).decode("utf-8", "replace")
         if done.timed_out:
             output += f"\n[taskloom: the tests were killed after {limit:g} s]"
@@ -110,7 +113,7 @@ def check_in(live: Session, task: Task, *, timeout: float | None = None) -> Live
         rewards, error = reward_in_tar(verifier.stdout) if verifier.exit_code == 0 else \
             (None, "tests/test.sh wrote no /logs/verifier directory")
     finally:
-        live.run(["rm", "-rf", "/tests"], user="root")
+        live.run(["rm", "-rf", "/tests"], user="root", timeout=CHORE_SEC)
     return LiveCheck(reward=lowest(rewards), reward_error=error,
                      failed=tuple(dict.fromkeys(FAILED.findall(output))), log=output[-6000:])
 

@@ -35,6 +35,12 @@ SERVER_SOURCE = Path(__file__).with_name("session_server.py")
 SERVER_PATH = "/.taskloom/session.py"
 SERVER_COMMAND = ["python3", "-S", SERVER_PATH]
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# How long the server may take to say it is ready, to answer beyond a command's own limit,
+# and to move files, before the session counts as broken (a command without a limit is
+# waited for as long as it runs).
+READY_SEC = 120.0
+ANSWER_MARGIN_SEC = 60.0
+TRANSFER_SEC = 600.0
 
 
 class Completed(Frozen):
@@ -92,8 +98,12 @@ class Session:
             self._reader = threading.Thread(target=self._serve, args=(launched,), daemon=True,
                                             name=f"{self.runtime_name}-session")
             self._reader.start()
-            ready = launched.result()
-            if not ready or not json.loads(ready).get("protected"):
+            try:
+                ready = launched.result(timeout=READY_SEC)
+                protected = bool(ready) and json.loads(ready).get("protected") is True
+            except (TimeoutError, ValueError, AttributeError):
+                ready, protected = "(no ready line)", False
+            if not protected:
                 raise SandboxError("the session server did not start protected: "
                                    f"{ready!r} {self.server_log!r}",
                                    fix="the environment needs python3 (with ctypes) on its "
@@ -118,7 +128,8 @@ class Session:
         return self._ask({"argv": argv, "cwd": cwd or self.spec.workdir or "/",
                           "env": {"PATH": DEFAULT_PATH, **self.spec.env, **(env or {})},
                           "user": self.spec.user if user is None else str(user),
-                          "timeout": timeout, "stdin": base64.b64encode(stdin).decode()})
+                          "timeout": timeout, "stdin": base64.b64encode(stdin).decode()},
+                         wait=None if timeout is None else timeout + ANSWER_MARGIN_SEC)
 
     def put(self, directory: str, archive: bytes) -> Completed:
         """Unpack a tar `archive` into `directory` (made first), as root.
@@ -127,14 +138,14 @@ class Session:
         ran as root inside may have replaced (a container engine copies from outside).
         """
         return self._ask({"op": "put", "dir": directory,
-                          "tar": base64.b64encode(archive).decode()})
+                          "tar": base64.b64encode(archive).decode()}, wait=TRANSFER_SEC)
 
     def get(self, path: str) -> Completed:
         """A tar archive of `path` in `stdout`, made by the server as `put` unpacks.
 
         A folder's entries, or the file, are at the archive's top.
         """
-        return self._ask({"op": "get", "path": path})
+        return self._ask({"op": "get", "path": path}, wait=TRANSFER_SEC)
 
     def close(self) -> None:
         """Kill everything in the session, then remove what it made. Safe to call twice."""
@@ -161,8 +172,13 @@ class Session:
 
     # -- the channel ----------------------------------------------------------------------
 
-    def _ask(self, request: dict) -> Completed:
-        """Send one request to the server and wait for its answer."""
+    def _ask(self, request: dict, wait: float | None) -> Completed:
+        """Send one request to the server and wait for its answer.
+
+        Raises:
+            SandboxError: The session is closed, its server is gone, or it did not answer
+                within `wait` seconds (None: no limit).
+        """
         request_id = secrets.token_hex(16)
         future: Future = Future()
         line = (json.dumps({"id": request_id, **request}) + "\n").encode("utf-8")
@@ -178,7 +194,13 @@ class Session:
                 self._pending.pop(request_id, None)
                 raise SandboxError(f"the session's server is gone: {exc}",
                                    fix="start a new session") from exc
-        answer = future.result()
+        try:
+            answer = future.result(timeout=wait)
+        except TimeoutError:
+            with self._lock:
+                self._pending.pop(request_id, None)
+            raise SandboxError(f"the session's server did not answer in {wait:g} s",
+                               fix="start a new session") from None
         if answer is None:
             raise SandboxError("the session ended while the command ran"
                                + (f": {self.server_log[-1000:]}" if self.server_log else ""),
