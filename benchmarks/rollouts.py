@@ -31,13 +31,13 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from llmservers import Reply, ScriptedServer, solution_replayer  # noqa: E402
 
-from taskloom.config import LLMConfig, RunConfig  # noqa: E402
+from taskloom.config import AgentLimits, LLMConfig, RunConfig  # noqa: E402
 from taskloom.generators.backends import backend_for  # noqa: E402
 from taskloom.generators.llm.client import Session as ChatSession  # noqa: E402
 from taskloom.generators.llm.client import transport_for  # noqa: E402
 from taskloom.generators.procedural.backend import blueprint_for  # noqa: E402
 from taskloom.harbor import read_task_folder  # noqa: E402
-from taskloom.rollouts.agent import AgentLimits, run_agent  # noqa: E402
+from taskloom.rollouts.agent import run_agent  # noqa: E402
 from taskloom.rollouts.solve import solve  # noqa: E402
 from taskloom.sandbox import live  # noqa: E402
 from taskloom.sandbox.runtime import open_runtime  # noqa: E402

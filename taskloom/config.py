@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from taskloom.errors import ConfigError
 from taskloom.models import Frozen
@@ -167,6 +167,82 @@ class DiversityConfig(Frozen):
         return self.enabled or bool(self.reference)
 
 
+class AgentLimits(Frozen):
+    """How far one attempt of the terminal agent (`taskloom.rollouts.agent`) may go."""
+
+    max_turns: int = Field(default=30, ge=1, description="Model answers per attempt.")
+    max_tokens: int = Field(default=200_000, ge=1, description="Prompt plus completion "
+                            "tokens per attempt; the attempt stops once past it.")
+    wall_sec: float = Field(default=900.0, gt=0, description="Wall-clock seconds per "
+                            "attempt; no new turn starts after it.")
+    command_timeout_sec: float = Field(default=60.0, gt=0, description="Limit of one "
+                                       "script; it is killed with what it started.")
+    output_chars: int = Field(default=4000, ge=200, description="Characters of the last "
+                              "output's end shown to the model.")
+
+
+class CalibrationConfig(Frozen):
+    """Calibration: a model attempts each accepted task k times; tasks outside a band go.
+
+    Off unless `model` is set. The agent is `taskloom solve`'s (`taskloom.rollouts`): each
+    attempt gets a fresh environment in the run's runtime and is scored by the task's own
+    verifier. The server's timeout, retries and answer format come from the `llm` table.
+    """
+
+    model: str | None = Field(default=None, description="Model that attempts each accepted "
+                              "task (`mock`: the offline model, which never solves one); "
+                              "unset: no calibration.")
+    base_url: str | None = Field(default=None, description="Its OpenAI-compatible server "
+                                 "(default: $OPENAI_BASE_URL, else OpenAI).")
+    api_key_env: str = Field(default="OPENAI_API_KEY",
+                             description="Name of the environment variable holding the key.")
+    temperature: float = Field(default=0.7, ge=0, le=2, description="Sampling temperature "
+                               "(attempts must differ for a pass rate to mean anything).")
+    k: int = Field(default=8, ge=1, le=64, description="Attempts per task.")
+    band: tuple[float, float] = Field(default=(0.1, 0.9), description="Pass rates kept, "
+                                      "both ends included: [0.1, 0.9] drops tasks the model "
+                                      "always or never solves.")
+    agent: AgentLimits = Field(default_factory=AgentLimits, description="Limits of each "
+                               "attempt: agent.max_turns, agent.max_tokens, agent.wall_sec, "
+                               "agent.command_timeout_sec, agent.output_chars.")
+    retries: int = Field(default=2, ge=0, le=10, description="Fresh environments for an "
+                         "attempt that infrastructure broke (a task with an attempt still "
+                         "unscored is an error, calibrated again on resume).")
+    price_in_per_mtok: float = Field(default=0.0, ge=0,
+                                     description="Dollars per 1M prompt tokens.")
+    price_out_per_mtok: float = Field(default=0.0, ge=0,
+                                      description="Dollars per 1M completion tokens.")
+
+    @field_validator("band")
+    @classmethod
+    def _band_is_an_interval(cls, band: tuple[float, float]) -> tuple[float, float]:
+        low, high = band
+        if not 0.0 <= low <= high <= 1.0:
+            raise ValueError(f"{list(band)} is not [low, high] with 0 <= low <= high <= 1")
+        return band
+
+    @property
+    def enabled(self) -> bool:
+        """True when accepted tasks are calibrated."""
+        return self.model is not None
+
+    def keeps(self, pass_rate: float) -> bool:
+        """True when `pass_rate` lies in the band."""
+        low, high = self.band
+        return low <= pass_rate <= high
+
+    def chat_settings(self, llm: LLMConfig,
+                      environ: Mapping[str, str] | None = None) -> LLMConfig:
+        """The model settings of the calibration agent (server options from `llm`)."""
+        environ = os.environ if environ is None else environ
+        base_url = self.base_url if self.model == MOCK_MODEL else \
+            self.base_url or environ.get("OPENAI_BASE_URL") or OPENAI_URL
+        return llm.model_copy(update={
+            "model": self.model, "base_url": base_url, "api_key_env": self.api_key_env,
+            "temperature": self.temperature, "price_in_per_mtok": self.price_in_per_mtok,
+            "price_out_per_mtok": self.price_out_per_mtok})
+
+
 class RunConfig(Frozen):
     """A batch run: what to generate, how, and how it is proven."""
 
@@ -217,6 +293,9 @@ class RunConfig(Frozen):
     diversity: DiversityConfig = Field(default_factory=DiversityConfig,
                                        description="Near-duplicate filter, decontamination "
                                        "against reference tasks, coverage steering.")
+    calibration: CalibrationConfig = Field(
+        default_factory=CalibrationConfig, description="Pass rates of a model on each "
+        "accepted task, and the band of pass rates kept (off unless calibration.model).")
 
     @property
     def item_limit(self) -> int:

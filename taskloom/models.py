@@ -398,3 +398,27 @@ class TaskReport(Frozen):
     def reasons(self) -> list[str]:
         """Reason codes of the failed checks, in check order."""
         return [v.reason for v in self.verdicts if v.reason is not None]
+
+
+class Calibration(Frozen):
+    """How often a model solved a task in k attempts (the calibration stage's result).
+
+    Written to task.toml as `[metadata.calibration]` and to the export's `calibration`
+    column. Every attempt is scored: one that infrastructure broke is tried again in a
+    fresh environment (`retried` counts those), never counted as a failure.
+    """
+
+    model: str = Field(description="Model that made the attempts.")
+    k: int = Field(ge=1, description="Attempts, each scored by the task's verifier.")
+    passes: int = Field(ge=0, description="Attempts that earned reward 1.")
+    errors: int = Field(default=0, ge=0, description="Infrastructure errors met and retried "
+                        "in a fresh environment (none of them scored).")
+    pass_rate: float = Field(ge=0, le=1, description="passes / k.")
+    mean_turns: float = Field(default=0.0, ge=0, description="Model answers per attempt.")
+    date: str = Field(description="When the attempts were made (ISO 8601, UTC).")
+    usage: Usage = Field(default_factory=Usage, description="Model usage of the attempts.")
+
+    def metadata(self) -> dict[str, Any]:
+        """The `[metadata.calibration]` table of task.toml."""
+        return self.model_dump(include={"model", "k", "passes", "errors", "pass_rate",
+                                        "date"})

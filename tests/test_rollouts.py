@@ -16,13 +16,12 @@ import pytest
 from llmservers import MODEL_ALIAS, LlamaServer, Reply, ScriptedServer, solution_replayer
 from llmservers import solution_steps as steps_of
 
-from taskloom.config import LLMConfig, RunConfig
+from taskloom.config import AgentLimits, LLMConfig, RunConfig
 from taskloom.generators.backends import backend_for
 from taskloom.generators.procedural.backend import blueprint_for
 from taskloom.generators.procedural.primitives import PRIMITIVES
 from taskloom.harbor import read_task_folder
 from taskloom.models import Task
-from taskloom.rollouts.agent import AgentLimits
 from taskloom.rollouts.solve import AttemptRecord, pass_at_k, solve
 from taskloom.sandbox.bwrap_host import STATE_ROOT
 

@@ -56,9 +56,8 @@ def solve(
     1 when some end in errors (run again to finish them: scored attempts are kept, and no
     model answer is paid for twice) or a task is hackable, 2 on bad input.
     """
-    from taskloom.config import LLMConfig, llm_from_environment
+    from taskloom.config import AgentLimits, LLMConfig, llm_from_environment
     from taskloom.harbor import find_task_folders, read_task_folder
-    from taskloom.rollouts.agent import AgentLimits
     from taskloom.rollouts.solve import solve as run_solve
     from taskloom.sandbox.runtime import open_runtime
 

@@ -81,6 +81,10 @@ def generate(
     The run lives in one folder: run.duckdb (every stage result, resumable; drafts over
     4 KB in run.payloads beside it) and tasks/ (Harbor task folders). Ctrl-C stops cleanly;
     `--resume --out DIR` continues.
+
+    Calibration (off by default) keeps only tasks a model solves sometimes: --set
+    calibration.model=NAME --set calibration.base_url=URL --set calibration.k=8 --set
+    'calibration.band=[0.1,0.9]' (the README's calibration section has every key).
     """
     from taskloom.config import load_run_config
     from taskloom.pipeline.runner import Runner, run_dir_for, stored_config
@@ -209,6 +213,23 @@ def runs_show(run: Annotated[Path, typer.Argument(help="A run directory.")]) -> 
     reasons = Counter(v.verdict.reason for v in data.failed_checks).most_common()
     if reasons:
         stdout.print("failed checks: " + ", ".join(f"{r} {n}" for r, n in reasons))
+    _print_calibration(data)
+
+
+def _print_calibration(data) -> None:
+    """How many attempts the calibration model passed, over the calibrated tasks."""
+    from collections import Counter
+
+    measured = data.calibrations
+    if not measured:
+        return
+    k = max(row.calibration.k for row in measured)
+    passes = Counter(row.calibration.passes for row in measured)
+    models = ", ".join(sorted({row.calibration.model for row in measured}))
+    spread = ", ".join(f"{n}/{k}: {passes[n]}" for n in range(k + 1) if passes[n])
+    stdout.print(f"calibration ({models}, k={k}): {len(measured)} tasks measured, "
+                 f"{sum(row.kept for row in measured)} in the band; attempts passed: "
+                 f"{spread}")
 
 
 @app.command("export")

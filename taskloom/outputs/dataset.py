@@ -104,7 +104,19 @@ def write_hf(rows: Iterable[TaskRow], out: Path, *, description: str,
     """
     datasets = _datasets()
     shards = write_parquet(rows, out)
-    features = datasets.Features.from_arrow_schema(arrow_schema())
+    save_shards_to_disk(shards, out, features=datasets.Features.from_arrow_schema(
+        arrow_schema()), description=description, license_id=license_id)
+    return sorted(p for p in out.iterdir() if p.is_file()) + shards
+
+
+def save_shards_to_disk(shards: Sequence[Path], out: Path, *, features=None,
+                        description: str = "", license_id: str | None = None) -> None:
+    """`save_to_disk` files in `out` for a dataset read from Parquet shards, memory-mapped.
+
+    Raises:
+        MissingExtra: The datasets package is not installed.
+    """
+    datasets = _datasets()
     bars = datasets.is_progress_bar_enabled()
     datasets.disable_progress_bars()  # the CLI prints its own summary
     try:
@@ -119,7 +131,6 @@ def write_hf(rows: Iterable[TaskRow], out: Path, *, description: str,
     finally:
         if bars:
             datasets.enable_progress_bars()
-    return sorted(p for p in out.iterdir() if p.is_file()) + shards
 
 
 DatasetFormat = Literal["hf", "jsonl", "parquet"]

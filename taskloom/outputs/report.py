@@ -11,6 +11,9 @@ Sections, each with the plot a person would rather look at than read:
 - what the tests are held to (`#requirements`): the checks that cite the instruction words
   demanding them, the other correct solutions and the rule mutants shipped, and the
   requirement map of the first tasks;
+- calibration (`#calibration`, when the run calibrated): the pass rates of the calibration
+  model, their spread, and the mean pass rate per difficulty level (`#pass-by-level`) and
+  per skill (`#pass-by-skill`) over every calibrated task, kept or not;
 - corpus diversity: the metrics of `taskloom.metrics`, commands per solution
   (`#complexity`) and the programs solutions run (`#tools`).
 """
@@ -71,7 +74,7 @@ def report_html(data: RunData) -> str:
     run = data.run
     sections = [_kpis(data, metrics), _funnel(data), _cost(data),
                 _coverage(data, metrics, graph), _distributions(data), _rejections(data),
-                _requirements(data), _diversity(data, metrics)]
+                _requirements(data), _calibration(data), _diversity(data, metrics)]
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>taskloom run {escape(run.id)}</title><style>{CSS}</style></head>"
             f"<body><main><h1>taskloom run {escape(run.id)}</h1>"
@@ -170,6 +173,45 @@ def _distributions(data: RunData) -> str:
             + "<h2>Difficulty</h2><p class=\"note\">Tasks at each level of the seven "
               "difficulty dimensions (1 easy, 3 hard).</p>"
             + level_chart("difficulty", levels, label="tasks per difficulty level")
+            + "</section>")
+
+
+def _calibration(data: RunData) -> str:
+    measured = data.calibrations
+    if not measured:
+        return ""
+    k = max(row.calibration.k for row in measured)
+    passes = Counter(row.calibration.passes for row in measured)
+    by_level: dict[str, list[float]] = defaultdict(list)
+    by_skill: dict[str, list[float]] = defaultdict(list)
+    for row in measured:
+        rate = row.calibration.pass_rate
+        for dimension in DIMENSIONS:
+            if dimension in row.difficulty:
+                by_level[f"{dimension} {row.difficulty[dimension]}"].append(rate)
+        for skill in set(row.skills):
+            by_skill[skill].append(rate)
+    levels = [(f"{name} (n={len(rates)})", sum(rates) / len(rates))
+              for dimension in DIMENSIONS for level in (1, 2, 3)
+              if (rates := by_level.get(name := f"{dimension} {level}"))]
+    skills = sorted(((f"{skill} (n={len(rates)})", sum(rates) / len(rates))
+                     for skill, rates in by_skill.items()), key=lambda row: (row[1], row[0]))
+    models = ", ".join(sorted({row.calibration.model for row in measured}))
+    band = data.run.config.get("calibration", {}).get("band", [0, 1])
+    kept = sum(row.kept for row in measured)
+    return ("<section id=\"calibration\"><h2>Calibration</h2>"
+            f"<p class=\"note\">{len(measured)} accepted tasks attempted {k} times each by "
+            f"<code>{escape(models)}</code>; {kept} had a pass rate in the band "
+            f"[{band[0]:g}, {band[1]:g}]. Pass rates below are over every "
+            "calibrated task, kept or not.</p>"
+            + histogram("pass-rates", [(f"{n}/{k}", passes.get(n, 0)) for n in range(k + 1)],
+                        label="tasks by attempts passed", x_label="attempts passed of k")
+            + "<h3>Mean pass rate per difficulty level</h3>"
+            + bar_chart("pass-by-level", levels, label="mean pass rate per difficulty level",
+                        fmt="{:.0%}")
+            + "<h3>Mean pass rate per skill (hardest first)</h3>"
+            + bar_chart("pass-by-skill", skills, label="mean pass rate per skill",
+                        fmt="{:.0%}")
             + "</section>")
 
 

@@ -22,12 +22,12 @@ from taskloom.errors import MissingExtra
 from taskloom.generators.protocols import Difficulty
 from taskloom.harbor import harbor_digest, pack, read_files
 from taskloom.metrics.shell import action_complexity
-from taskloom.models import Frozen, Task, TaskFile
+from taskloom.models import Calibration, Frozen, Task, TaskFile
 from taskloom.outputs.run import RunData
 from taskloom.pipeline.records import RunTask
 from taskloom.pipeline.store import RunDirectory
 
-ROW_SCHEMA_VERSION = "1"
+ROW_SCHEMA_VERSION = "2"  # 2: the calibration column
 
 
 class FileEntry(Frozen):
@@ -90,6 +90,10 @@ class TaskRow(Frozen):
     digest: str = Field(description="Harbor content hash of the folder (sha256:<hex>), as "
                                     "pinned in dataset.toml.")
     provenance: Provenance = Field(description="Run, item, seeds and generator.")
+    calibration: Calibration | None = Field(
+        default=None, description="A model's pass rate on the task in k attempts (the "
+        "run's calibration stage; null when it was off), as in task.toml's "
+        "[metadata.calibration].")
     archive: bytes = Field(description="The whole task folder as a reproducible tar.gz "
                                        "(entries <task_id>/...).")
     archive_sha256: str = Field(description="sha256 hex of `archive`.")
@@ -105,6 +109,7 @@ def task_rows(data: RunData, files_of: Callable[[RunTask], tuple[TaskFile, ...]]
 
     with RunDirectory(data.root).open(read_only=True) as store:
         stored = store.verdicts()
+        calibrations = {row.item: row.calibration for row in store.calibrations()}
     verdicts: dict[tuple[int, int], list[VerdictSummary]] = defaultdict(list)
     for row in stored:
         verdict = row.verdict
@@ -114,12 +119,14 @@ def task_rows(data: RunData, files_of: Callable[[RunTask], tuple[TaskFile, ...]]
     for task in data.tasks:
         yield task_row(data, task, read_task_folder(task.folder),
                        tuple(verdicts.get((task.item, task.round), ())),
-                       files=files_of(task) if files_of else None)
+                       files=files_of(task) if files_of else None,
+                       calibration=calibrations.get(task.item))
 
 
 def task_row(data: RunData, task: RunTask, parsed: Task,
              verdicts: tuple[VerdictSummary, ...], *,
-             files: tuple[TaskFile, ...] | None = None) -> TaskRow:
+             files: tuple[TaskFile, ...] | None = None,
+             calibration: Calibration | None = None) -> TaskRow:
     """The row of one exported task (`files`: as exported, default its folder's)."""
     files = files if files is not None else read_files(task.folder)
     archive = pack(task.task_id, files)
@@ -142,7 +149,8 @@ def task_row(data: RunData, task: RunTask, parsed: Task,
             seed=int(metadata.get("seed", 0)), generator=str(metadata.get("generator", "")),
             backend=data.run.backend, taskloom_version=data.run.taskloom_version,
             created=data.run.created_iso),
-        archive=archive, archive_sha256=hashlib.sha256(archive).hexdigest())
+        calibration=calibration, archive=archive,
+        archive_sha256=hashlib.sha256(archive).hexdigest())
 
 
 def _entries(files: tuple[TaskFile, ...], section: str) -> tuple[FileEntry, ...]:

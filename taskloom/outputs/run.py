@@ -19,6 +19,7 @@ from taskloom.errors import StoreError, TaskloomError
 from taskloom.metrics.corpus import CorpusMetrics, TaskRecord, corpus_metrics
 from taskloom.models import Frozen
 from taskloom.pipeline.records import (
+    CalibratedItem,
     FunnelRow,
     ItemRecord,
     ItemStatus,
@@ -58,6 +59,8 @@ class RunData(Frozen):
     stage_costs: tuple[StageCost, ...] = Field(description="Work per stage.")
     failed_checks: tuple[StoredVerdict, ...] = Field(
         description="Failed checks of every validation round, by item and round.")
+    calibrations: tuple[CalibratedItem, ...] = Field(
+        default=(), description="Items the calibration stage measured (kept or not).")
 
     @property
     def left_out_total(self) -> int:
@@ -82,10 +85,11 @@ def load_run(root: Path | str) -> RunData:
         funnel = store.funnel()
         costs = store.stage_costs()
         failed = store.verdicts(failed_only=True)
+        calibrations = store.calibrations()
     return RunData(root=directory.root.resolve(), run=run, tasks=tasks, items=len(items),
                    statuses=_count_statuses(items),
                    left_out=_left_out(items, {t.item for t in tasks}), funnel=funnel,
-                   stage_costs=costs, failed_checks=failed)
+                   stage_costs=costs, failed_checks=failed, calibrations=calibrations)
 
 
 def _count_statuses(items: tuple[ItemRecord, ...]) -> dict[str, int]:

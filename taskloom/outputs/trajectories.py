@@ -23,8 +23,9 @@ import shutil
 from pathlib import Path
 from typing import Literal
 
-from taskloom.errors import InputError, MissingExtra
-from taskloom.outputs.rows import HF_HINT, require_pyarrow
+from taskloom.errors import InputError
+from taskloom.outputs.dataset import save_shards_to_disk
+from taskloom.outputs.rows import require_pyarrow
 from taskloom.rollouts.solve import AttemptRecord
 
 TrajectoryFormat = Literal["jsonl", "hf"]
@@ -93,12 +94,17 @@ def export_trajectories(folder: Path, fmt: TrajectoryFormat, out: Path, *,
         path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
         return len(rows), [path]
     pa = require_pyarrow()
-    try:
-        import datasets
-    except ImportError as exc:
-        raise MissingExtra("the `datasets` package is not installed", fix=HF_HINT) from exc
     shard = out / "data" / "train-00000-of-00001.parquet"
     shard.parent.mkdir()
-    pa.parquet.write_table(pa.Table.from_pylist(rows) if rows else pa.table({}), shard)
-    datasets.Dataset.from_list(rows).save_to_disk(str(out))
+    pa.parquet.write_table(pa.Table.from_pylist(rows, schema=_arrow_schema(pa)), shard)
+    save_shards_to_disk([shard], out, description="Successful agent trajectories "
+                        "(taskloom solve) as chat conversations.")
     return len(rows), [*sorted(p for p in out.iterdir() if p.is_file()), shard]
+
+
+def _arrow_schema(pa):
+    """The rows' Arrow schema (an export with no row keeps its columns)."""
+    message = pa.struct([("role", pa.string()), ("content", pa.string())])
+    return pa.schema([("task_id", pa.string()), ("model", pa.string()),
+                      ("attempt", pa.int64()), ("reward", pa.float64()),
+                      ("turns", pa.int64()), ("messages", pa.list_(message))])

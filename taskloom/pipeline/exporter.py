@@ -28,8 +28,12 @@ class Exporter:
         self.stored_duplicates = store.duplicate_items()
 
     def export(self, item: ItemState, fingerprint: str) -> None:
-        """Write the item's task folder and record it."""
+        """Write the item's task folder (with its `[metadata.calibration]`) and record it."""
         task = item.draft.task
+        if item.calibration is not None:
+            metadata = {**task.config.metadata, "calibration": item.calibration.metadata()}
+            task = task.model_copy(update={"config": task.config.model_copy(
+                update={"metadata": metadata})})
         folder = self.directory.tasks / task.name
         write_task_folder(task, folder)
         relative = os.path.relpath(folder, self.directory.root)

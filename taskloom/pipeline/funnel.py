@@ -2,7 +2,8 @@
 
 The counting rules: validation counts an item once (its first round), refine counts the
 items that needed at least one repair, and an item accepted after a repair counts as
-refine's output, not validation's; an infrastructure error counts nowhere (the stage
+refine's output, not validation's; calibration (a row only when it is on) lets out the
+tasks whose pass rate lies in the band; an infrastructure error counts nowhere (the stage
 reruns). The last row, `verified`, is per verified task: wall seconds, tokens and dollars.
 """
 
@@ -11,7 +12,8 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-from taskloom.models import TaskReport
+from taskloom.config import CalibrationConfig
+from taskloom.models import Calibration, TaskReport
 from taskloom.pipeline.records import FunnelRow, Stage
 from taskloom.pipeline.stages import Outcome, StageOutcome
 
@@ -28,8 +30,10 @@ class _Counts:
 class Funnel:
     """Counts outcomes as the run goes; `rows` is the funnel at the end."""
 
-    def __init__(self) -> None:
-        self.counts = {stage: _Counts() for stage in Stage}
+    def __init__(self, calibration: CalibrationConfig | None = None) -> None:
+        self.calibration = calibration or CalibrationConfig()
+        self.counts = {stage: _Counts() for stage in Stage
+                       if stage is not Stage.CALIBRATE or self.calibration.enabled}
 
     def record(self, outcome: StageOutcome, *, round_: int, seconds: float) -> None:
         """Count one worker-stage outcome of an item in refine round `round_`."""
@@ -46,6 +50,8 @@ class Funnel:
             return
         if stage in (Stage.PLAN, Stage.GENERATE):
             counts.n_out += 1
+        elif isinstance(outcome.value, Calibration):
+            counts.n_out += self.calibration.keeps(outcome.value.pass_rate)
         elif isinstance(outcome.value, TaskReport) and outcome.value.accepted:
             self.counts[Stage.VALIDATE if round_ == 0 else Stage.REFINE].n_out += 1
 
@@ -63,9 +69,9 @@ class Funnel:
         counts.seconds.append(seconds)
 
     def passed(self, stage: Stage) -> int:
-        """Items out of `stage` so far (validation: items in, as the progress bar shows)."""
+        """Items out of `stage` so far (validation and calibration: items in)."""
         counts = self.counts[stage]
-        return counts.n_in if stage is Stage.VALIDATE else counts.n_out
+        return counts.n_in if stage in (Stage.VALIDATE, Stage.CALIBRATE) else counts.n_out
 
     def rows(self, *, items: int, verified: int, wall: float) -> tuple[FunnelRow, ...]:
         """Per stage: in, out, yield, median seconds, tokens, cost; then the verified line."""

@@ -2,15 +2,16 @@
 
 `load_run_config` checks types and ranges; this checks names: the scenario and skills
 against the skill graph the run plans on, the validation checks against the table of
-checks. A typo ends in one line naming the key and the fix, not in a traceback mid-run.
+checks, and that a calibration model other than the mock has its client installed. A typo
+ends in one line naming the key and the fix, not in a traceback mid-run.
 """
 
 from __future__ import annotations
 
 import difflib
 
-from taskloom.config import RunConfig
-from taskloom.errors import ConfigError
+from taskloom.config import MOCK_MODEL, RunConfig
+from taskloom.errors import ConfigError, MissingExtra
 from taskloom.generators.backends import skill_graph
 from taskloom.validators.registry import select
 
@@ -21,6 +22,7 @@ def check_run_config(config: RunConfig) -> None:
     Raises:
         ConfigError: An unknown scenario, skill or check, or skills no path can start
             from; the message names the key and what is known.
+        MissingExtra: Calibration asks a served model and the openai package is missing.
     """
     graph = skill_graph(config.graph)
     if config.scenario is not None and config.scenario not in graph.scenarios:
@@ -42,6 +44,12 @@ def check_run_config(config: RunConfig) -> None:
                               field="skills", fix="choose skills of the scenario, or drop "
                                                   "--scenario")
     select(config.validation.checks)
+    if config.calibration.enabled and config.calibration.model != MOCK_MODEL:
+        import importlib.util
+
+        if importlib.util.find_spec("openai") is None:
+            raise MissingExtra("calibration.model needs the openai package",
+                               fix="pip install 'taskloom[llm]', or drop calibration.model")
 
 
 def _known(name: str, known, what: str) -> str:

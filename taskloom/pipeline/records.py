@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import Field
 
-from taskloom.models import Frozen, Verdict
+from taskloom.models import Calibration, Frozen, Verdict
 
 
 class Stage(StrEnum):
@@ -23,6 +23,7 @@ class Stage(StrEnum):
     GENERATE = "generate"
     VALIDATE = "validate"
     REFINE = "refine"
+    CALIBRATE = "calibrate"
     FILTER = "filter"
     EXPORT = "export"
 
@@ -34,6 +35,8 @@ class ItemStatus(StrEnum):
     REJECTED = "rejected"    # failed validation (or its repair was unusable)
     FAILED = "failed"        # no blueprint or no draft could be made
     DUPLICATE = "duplicate"  # dropped by the corpus filter
+    OUT_OF_BAND = "out_of_band"  # accepted, but the calibration model's pass rate is outside
+                                 # the band (always or never solved)
     ERROR = "error"          # the infrastructure failed; the stage reruns on resume
 
 
@@ -122,3 +125,14 @@ class StoredResult(Frozen):
     tokens_in: int = Field(description="Prompt tokens.")
     tokens_out: int = Field(description="Completion tokens.")
     cost_usd: float = Field(description="Dollars.")
+
+
+class CalibratedItem(Frozen):
+    """One item the calibration stage measured, with what its plan asked for."""
+
+    item: int = Field(description="Item index.")
+    task_id: str | None = Field(description="Task id.")
+    skills: tuple[str, ...] = Field(description="Skill ids in workflow order.")
+    difficulty: dict[str, int] = Field(description="Difficulty vector by dimension.")
+    calibration: Calibration = Field(description="The pass rate and how it was measured.")
+    kept: bool = Field(description="Its pass rate lay in the run's band.")

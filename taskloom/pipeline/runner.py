@@ -94,7 +94,7 @@ class Runner:
         self.progress = progress or _Silent()
         self.executor = executor
         self.keys = stages.StageKeys(self.config)
-        self.funnel = Funnel()
+        self.funnel = Funnel(self.config.calibration)
         self.items: dict[int, ItemState] = {}
         self.futures: dict[Future, _Submitted] = {}
         self.next_index = 0
@@ -227,7 +227,7 @@ class Runner:
         """An infrastructure failure: the item stops here (rerun on resume); too many stop all."""
         stage = item.stage
         self.infra_errors[stage] += 1
-        self.items[item.index] = advance(item, outcome, self.config.refine_rounds)
+        self.items[item.index] = advance(item, outcome, self.config)
         with self.store.transaction():
             self.store.put_item(item.index, stage=stage, status=ItemStatus.ERROR,
                                 reason=outcome.reason)
@@ -241,12 +241,15 @@ class Runner:
     def _apply(self, item: ItemState, outcome: StageOutcome, seconds: float) -> ItemState:
         """Count an outcome, move the item on, and store what changed about it."""
         self.funnel.record(outcome, round_=item.round, seconds=seconds)
-        moved = advance(item, outcome, self.config.refine_rounds)
+        moved = advance(item, outcome, self.config)
         self.items[item.index] = moved
         with self.store.transaction():
             if outcome.stage is Stage.VALIDATE and moved.report is not None:
                 self.store.put_verdicts(item.index, item.round, moved.report.task,
                                         moved.report.verdicts)
+            if outcome.stage is Stage.CALIBRATE and moved.calibration is not None:
+                self.store.put_calibration(item.index, moved.calibration,
+                                           kept=moved.status is ItemStatus.ACCEPTED)
             if moved.status is None:
                 self.store.put_item(item.index, stage=moved.stage, status=None)
             else:
@@ -307,6 +310,8 @@ class Runner:
         self.progress.update("plan", self.funnel.passed(Stage.PLAN), self.config.item_limit)
         self.progress.update("generate", self.funnel.passed(Stage.GENERATE), None)
         self.progress.update("validate", self.funnel.passed(Stage.VALIDATE), None)
+        if self.config.calibration.enabled:
+            self.progress.update("calibrate", self.funnel.passed(Stage.CALIBRATE), None)
         self.progress.update("export", self.exported, self.config.count)
 
 

@@ -10,6 +10,7 @@ plan(config, item, replay, coverage=) -> outcome of a Blueprint   (coverage: ste
 generate(config, blueprint, replay)   -> outcome of a Draft
 validate(config, draft, replay)       -> outcome of a TaskReport
 refine(config, draft, report, replay) -> outcome of a Draft        (then validate again)
+calibrate(config, draft, replay)      -> outcome of a Calibration  (when calibration is on)
 ```
 
 A stage that asks a model (`asks_model`) gets the item's cached exchanges (request hash ->
@@ -36,13 +37,14 @@ from taskloom.errors import InfrastructureError, NoDraft
 from taskloom.generators.backends import backend_for, skill_graph
 from taskloom.generators.llm.exchange import Exchange
 from taskloom.generators.protocols import Blueprint, Draft
-from taskloom.models import Frozen, TaskReport, Usage
+from taskloom.models import Calibration, Frozen, TaskReport, Usage
 from taskloom.pipeline.records import Stage
 from taskloom.skill_graph.steering import CoverageSnapshot
 
 PLAN_VERSION = "1"
 VALIDATE_VERSION = "1"
 REFINE_VERSION = "1"
+CALIBRATE_VERSION = "1"
 LLM_STAGES = {"llm": (Stage.PLAN, Stage.GENERATE, Stage.REFINE),
               "hybrid": (Stage.GENERATE, Stage.REFINE)}
 
@@ -60,7 +62,7 @@ class StageOutcome(Frozen):
 
     stage: Stage = Field(description="Which stage ran.")
     status: Outcome = Field(description="ok, rejected or error.")
-    value: Blueprint | Draft | TaskReport | None = Field(
+    value: Blueprint | Draft | TaskReport | Calibration | None = Field(
         default=None, description="The stage's result when ok.")
     reason: str = Field(default="", description="Why it was rejected or failed (the stage's "
                                                 "own message, without the stage's name).")
@@ -123,6 +125,23 @@ class StageKeys:
                            draft_fingerprint(draft), [str(r) for r in report.reasons], round_)
 
 
+    def calibrate(self, draft: Draft) -> str:
+        """Key of a calibration: the task, the model's settings, k, the agent and runtime.
+
+        The band is not part of it: it decides on the stored pass rate.
+        """
+        from taskloom.generators.llm.prompts import prompts_fingerprint
+
+        calibration = self.config.calibration
+        settings = calibration.model_dump(mode="json", exclude={"band", "base_url",
+                                                                "api_key_env"})
+        return fingerprint("calibrate", CALIBRATE_VERSION, draft_fingerprint(draft),
+                           settings, self.config.seed, self.config.runtime,
+                           self.config.llm.output_settings() | {"model": calibration.model,
+                                                                "temperature": None},
+                           prompts_fingerprint("agent"))
+
+
 def draft_fingerprint(draft: Draft) -> str:
     """The task fingerprint stored in its metadata, or one computed from its content."""
     stored = draft.task.config.metadata.get("fingerprint")
@@ -151,13 +170,16 @@ def asks_model(config: RunConfig, stage: Stage) -> bool:
         from taskloom.validators.registry import select
 
         return any(v.needs_model for v in select(config.validation.checks))
+    if stage is Stage.CALIBRATE:
+        return config.calibration.enabled
     return stage in LLM_STAGES.get(config.backend, ())
 
 
 def run_asks_model(config: RunConfig) -> bool:
     """True when some stage of this run asks a model."""
     return any(asks_model(config, stage) for stage in
-               (Stage.PLAN, Stage.GENERATE, Stage.VALIDATE, Stage.REFINE))
+               (Stage.PLAN, Stage.GENERATE, Stage.VALIDATE, Stage.REFINE))  # not the
+    # calibration stage: its model is named in its own table (`calibration.model`)
 
 
 def llm_fingerprint(config: RunConfig, *prompts: str) -> str:
@@ -200,23 +222,48 @@ def refine(config: RunConfig, draft: Draft, report: TaskReport,
         config, chat).refiner.refine(draft, report.verdicts))
 
 
+def calibrate(config: RunConfig, draft: Draft, replay: dict | None = None) -> StageOutcome:
+    """The calibration model's pass rate on an accepted draft (k attempts, one by one)."""
+    from taskloom.rollouts.calibration import calibrate as attempt_k
+    from taskloom.rollouts.solve import Exchanges
+
+    exchanges = Exchanges(replay)
+    llm = config.calibration.chat_settings(config.llm)
+    status, value, reason, fix = _ended(lambda: attempt_k(
+        draft.task, llm, process_runtime(config.runtime), config.calibration, exchanges,
+        seed=config.seed))
+    return StageOutcome(stage=Stage.CALIBRATE, status=status, value=value, reason=reason,
+                        fix=fix, exchanges=tuple(exchanges.kept),  # paid now, even if failed
+                        usage=sum((e.usage for e in exchanges.kept), Usage()))
+
+
+def _ended(work: Callable[[], Blueprint | Draft | TaskReport | Calibration]
+           ) -> tuple[Outcome, object, str, str | None]:
+    """Run `work()`: (status, value, reason, fix), a stage's own failures caught."""
+    try:
+        value = work()
+    except NoDraft as exc:
+        return Outcome.REJECTED, None, str(exc), None
+    except (InfrastructureError, OSError) as exc:  # OSError: a disk or pipe of the host
+        return (Outcome.ERROR, None, getattr(exc, "reason", str(exc)),
+                getattr(exc, "fix", None))
+    return Outcome.OK, value, "", None
+
+
 def _outcome(stage: Stage, config: RunConfig, replay: dict | None,
              work: Callable[[object], Blueprint | Draft | TaskReport]) -> StageOutcome:
     """Run `work(chat)` (chat: the stage's recording session, or None) as an outcome."""
     session = None
-    try:
+
+    def chat_and_work() -> Blueprint | Draft | TaskReport:
+        nonlocal session
         if asks_model(config, stage):
             from taskloom.generators.llm.client import Session, transport_for
 
             session = Session(transport_for(config.llm), config.llm.output_settings(), replay)
-        value = work(session)
-    except NoDraft as exc:
-        status, reason, fix, value = Outcome.REJECTED, str(exc), None, None
-    except (InfrastructureError, OSError) as exc:  # OSError: a disk or pipe of the host
-        status, value = Outcome.ERROR, None
-        reason, fix = getattr(exc, "reason", str(exc)), getattr(exc, "fix", None)
-    else:
-        status, reason, fix = Outcome.OK, "", None
+        return work(session)
+
+    status, value, reason, fix = _ended(chat_and_work)
     exchanges = tuple(session.exchanges) if session is not None else ()
     if session is not None:
         usage = session.usage

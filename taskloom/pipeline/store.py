@@ -28,6 +28,9 @@ Tables:
                (messages, answer schema, prompt fingerprint, model settings): item, stage,
                purpose, model, the exchange (JSON), tokens, cost. Stages that ask a model
                get their item's rows back as a replay map, so nothing is paid twice.
+- `calibrations` one row per item the calibration stage measured: model, k, passes,
+               errors (retried), pass rate, date, whether the band kept it, and the whole
+               result (JSON); join `items` on `item` for its skills and difficulty.
 - `embeddings` one sentence embedding per (task fingerprint, model, text recipe): the
                corpus filter computes each once and reuses it on resume (reference tasks
                too). `vector` is FLOAT[]: `array_cosine_similarity` works on it in SQL.
@@ -45,9 +48,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from taskloom.errors import StoreError
-from taskloom.models import Verdict
+from taskloom.models import Calibration, Verdict
 from taskloom.pipeline.payloads import PAYLOAD_INLINE_BYTES, PayloadFile
 from taskloom.pipeline.records import (
+    CalibratedItem,
     FunnelRow,
     ItemRecord,
     RunInfo,
@@ -91,6 +95,9 @@ CREATE TABLE IF NOT EXISTS llm_cache (
     key VARCHAR PRIMARY KEY, item INTEGER, stage VARCHAR, purpose VARCHAR, model VARCHAR,
     exchange JSON, tokens_in BIGINT, tokens_out BIGINT, cost_usd DOUBLE, seconds DOUBLE,
     created DOUBLE);
+CREATE TABLE IF NOT EXISTS calibrations (
+    item INTEGER PRIMARY KEY, model VARCHAR, k INTEGER, passes INTEGER, errors INTEGER,
+    pass_rate DOUBLE, kept BOOLEAN, date VARCHAR, calibration JSON);
 CREATE TABLE IF NOT EXISTS embeddings (
     fingerprint VARCHAR, model VARCHAR, recipe VARCHAR, dimensions INTEGER, vector FLOAT[],
     created DOUBLE, PRIMARY KEY (fingerprint, model, recipe));
@@ -394,6 +401,31 @@ class RunStore:
         rows = self.db.execute("SELECT item, scenario, skills FROM tasks WHERE item >= ? "
                                "AND item < ? ORDER BY item", [first, stop]).fetchall()
         return [(item, scenario, json.loads(skills)) for item, scenario, skills in rows]
+
+    # -- calibration -----------------------------------------------------------------------
+
+    def put_calibration(self, item: int, calibration: Calibration, *, kept: bool) -> None:
+        """Record an item's pass rate and whether the band kept it."""
+        self.db.execute("INSERT OR REPLACE INTO calibrations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        [item, calibration.model, calibration.k, calibration.passes,
+                         calibration.errors, calibration.pass_rate, kept, calibration.date,
+                         calibration.model_dump_json()])
+
+    def calibrations(self) -> tuple[CalibratedItem, ...]:
+        """Every calibrated item with its plan's skills and difficulty, by item."""
+        found = self.db.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = "
+                                "'calibrations'").fetchone()[0]
+        if not found:  # a store written before calibration existed (opened read-only)
+            return ()
+        rows = self.db.execute("SELECT c.item, i.task_id, i.skills, i.difficulty, "
+                               "c.calibration, c.kept FROM calibrations c LEFT JOIN items i "
+                               "USING (item) ORDER BY c.item").fetchall()
+        return tuple(CalibratedItem(item=item, task_id=task_id,
+                                    skills=tuple(json.loads(skills or "[]")),
+                                    difficulty=json.loads(difficulty or "{}"),
+                                    calibration=Calibration.model_validate_json(calibration),
+                                    kept=kept)
+                     for item, task_id, skills, difficulty, calibration, kept in rows)
 
     # -- funnel and costs ------------------------------------------------------------------
 

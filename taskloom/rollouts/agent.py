@@ -17,6 +17,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from taskloom.config import AgentLimits
 from taskloom.errors import InvalidAnswer, RequestRejected
 from taskloom.generators.llm.answers import TurnAnswer
 from taskloom.generators.llm.client import Session as ChatSession
@@ -32,20 +33,6 @@ Stop = Literal["done", "max_turns", "max_tokens", "wall_time", "rejected"]
 Role = Literal["agent", "forger"]
 HISTORY_TURNS = 15  # commands shown to the model, newest last
 COMMAND_SHOWN = 300  # characters of each past script shown in the history
-
-
-class AgentLimits(Frozen):
-    """How far one attempt may go."""
-
-    max_turns: int = Field(default=30, ge=1, description="Model answers per attempt.")
-    max_tokens: int = Field(default=200_000, ge=1, description="Prompt plus completion "
-                            "tokens per attempt; the attempt stops once past it.")
-    wall_sec: float = Field(default=900.0, gt=0, description="Wall-clock seconds per "
-                            "attempt; no new turn starts after it.")
-    command_timeout_sec: float = Field(default=60.0, gt=0, description="Limit of one "
-                                       "script; it is killed with what it started.")
-    output_chars: int = Field(default=4000, ge=200, description="Characters of the last "
-                              "output's end shown to the model.")
 
 
 class Turn(Frozen):

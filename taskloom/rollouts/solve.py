@@ -29,14 +29,14 @@ from pathlib import Path
 
 from pydantic import Field, ValidationError
 
-from taskloom.config import LLMConfig
+from taskloom.config import AgentLimits, LLMConfig
 from taskloom.errors import ConfigError, ModelUnavailable, SandboxError, SandboxUnavailable
 from taskloom.generators.llm.client import Session as ChatSession
 from taskloom.generators.llm.client import transport_for
-from taskloom.generators.llm.exchange import ExchangeFile
+from taskloom.generators.llm.exchange import Exchange, ExchangeFile
 from taskloom.generators.procedural.assemble import task_fingerprint
-from taskloom.models import Frozen, Task
-from taskloom.rollouts.agent import AgentLimits, Role, Trajectory, run_agent
+from taskloom.models import Frozen, Task, Usage
+from taskloom.rollouts.agent import Role, Trajectory, run_agent
 from taskloom.sandbox import live
 from taskloom.sandbox.runtime import Runtime
 from taskloom.seeding import derive_seed
@@ -63,8 +63,10 @@ class AttemptRecord(Frozen):
                               "when the attempt was never scored.")
     tries: int = Field(description="Fresh environments it took (1 without errors).")
     turns: int = Field(default=0, description="Model answers.")
-    tokens: int = Field(default=0, description="Prompt plus completion tokens.")
-    cost_usd: float = Field(default=0.0, description="Dollars at the configured prices.")
+    tokens: int = Field(default=0, description="Prompt plus completion tokens of the "
+                        "answers of every try, broken ones included (each answer once).")
+    cost_usd: float = Field(default=0.0, description="Dollars of those answers at the "
+                            "configured prices.")
     seconds: float = Field(default=0.0, description="Wall-clock time of the scored try "
                            "(setup, agent and verifier).")
     stopped: str | None = Field(default=None, description="Why the agent stopped.")
@@ -137,6 +139,33 @@ def score(task: str, records: Sequence[AttemptRecord], k: int) -> TaskScore:
         cost_usd=round(sum(r.cost_usd for r in records), 6))
 
 
+class Exchanges:
+    """The model exchanges attempts share: replayed first, each new one kept once."""
+
+    def __init__(self, replay: dict[str, Exchange] | None = None, *,
+                 on_keep: Callable[[list[Exchange]], None] | None = None) -> None:
+        """Start from `replay` (request key -> exchange); `on_keep` also stores new ones."""
+        self._replay = dict(replay or {})
+        self._on_keep = on_keep
+        self._lock = threading.Lock()
+        self.kept: list[Exchange] = []
+
+    def chat(self, transport, llm: LLMConfig) -> ChatSession:
+        """A model session that answers from every exchange kept so far."""
+        with self._lock:
+            return ChatSession(transport, llm.output_settings(), self._replay)
+
+    def keep(self, chat: ChatSession) -> None:
+        """Keep a session's exchanges: none is paid for twice."""
+        with self._lock:
+            fresh = [e for e in chat.exchanges if e.key not in self._replay]
+            for exchange in fresh:
+                self._replay[exchange.key] = exchange
+            self.kept.extend(fresh)
+            if self._on_keep is not None and fresh:
+                self._on_keep(fresh)
+
+
 class SolveFolder:
     """The files of a solve run, read back on resume."""
 
@@ -166,21 +195,9 @@ class SolveFolder:
         else:
             meta_path.write_text(json.dumps(meta, indent=2) + "\n")
         self.attempts_path = out / "attempts.jsonl"
-        self.exchanges = ExchangeFile(out / "exchanges.jsonl")
         self._lock = threading.Lock()
-        self._replay = self.exchanges.load()
-
-    def chat(self, transport, llm: LLMConfig) -> ChatSession:
-        """A model session that answers from every exchange kept so far."""
-        with self._lock:
-            return ChatSession(transport, llm.output_settings(), self._replay)
-
-    def keep(self, chat: ChatSession) -> None:
-        """Keep a session's exchanges (file and replay map): none is paid for twice."""
-        with self._lock:
-            self.exchanges.add(chat.exchanges)
-            for exchange in chat.exchanges:
-                self._replay.setdefault(exchange.key, exchange)
+        self.file = ExchangeFile(out / "exchanges.jsonl")
+        self.exchanges = Exchanges(self.file.load(), on_keep=self.file.add)
 
     def finished(self, digests: dict[str, str]) -> dict[tuple[str, int], AttemptRecord]:
         """Scored attempts by (task, index), of tasks whose content is still as `digests` says.
@@ -247,9 +264,9 @@ def solve(tasks: Sequence[Task], llm: LLMConfig, runtime: Runtime, out: Path, *,
             if (task.name, index) not in done]
 
     def attempt(task: Task, index: int) -> AttemptRecord:
-        record = _attempt(task, index, llm, transport, runtime, limits, folder,
-                          seed=derive_seed(seed, "solve", task.name, index), retries=retries,
-                          role=role).model_copy(update={"task_digest": digests[task.name]})
+        record = attempt_task(task, index, llm, transport, runtime, limits,
+                              folder.exchanges, seed=derive_seed(seed, "solve", task.name, index),
+                              retries=retries, role=role, digest=digests[task.name])
         folder.add(record)
         if on_attempt is not None:
             on_attempt(record)
@@ -274,13 +291,17 @@ def solve(tasks: Sequence[Task], llm: LLMConfig, runtime: Runtime, out: Path, *,
     return report
 
 
-def _attempt(task: Task, index: int, llm: LLMConfig, transport, runtime: Runtime,
-             limits: AgentLimits, folder: SolveFolder, *, seed: int,
-             retries: int, role: Role) -> AttemptRecord:
-    """One attempt, tried again from a fresh environment when infrastructure breaks it."""
+def attempt_task(task: Task, index: int, llm: LLMConfig, transport, runtime: Runtime,
+                 limits: AgentLimits, exchanges: Exchanges, *, seed: int, retries: int,
+                 role: Role = "agent", digest: str = "") -> AttemptRecord:
+    """One attempt, tried again from a fresh environment when infrastructure breaks it.
+
+    `digest` (the task's content fingerprint) is recorded so a resume knows an edited task.
+    """
     last: Exception | None = None
+    used: dict[str, Exchange] = {}  # every answer of every try, each counted once
     for tries in range(1, retries + 2):
-        chat = folder.chat(transport, llm)
+        chat = exchanges.chat(transport, llm)
         began = time.monotonic()
         try:
             with live.session(task, runtime) as env:
@@ -291,14 +312,18 @@ def _attempt(task: Task, index: int, llm: LLMConfig, transport, runtime: Runtime
             last = exc
             continue
         finally:
-            folder.keep(chat)  # paid once, even by a broken try
-        usage = trajectory.usage
+            exchanges.keep(chat)  # paid once, even by a broken try
+            used.update((e.key, e) for e in chat.exchanges)
+        usage = sum((e.usage for e in used.values()), Usage())
         return AttemptRecord(
             task=task.name, index=index, model=llm.model or "", instruction=task.instruction,
-            reward=check.reward if check.reward is not None else 0.0,
+            task_digest=digest, reward=check.reward if check.reward is not None else 0.0,
             reward_error=check.reward_error, tries=tries, turns=len(trajectory.turns),
             tokens=usage.tokens_in + usage.tokens_out, cost_usd=usage.cost_usd,
             seconds=round(time.monotonic() - began, 3), stopped=trajectory.stopped,
             trajectory=trajectory)
+    usage = sum((e.usage for e in used.values()), Usage())
     return AttemptRecord(task=task.name, index=index, model=llm.model or "", reward=None,
-                         error=f"{type(last).__name__}: {last}", tries=retries + 1)
+                         task_digest=digest, error=f"{type(last).__name__}: {last}",
+                         tries=retries + 1, tokens=usage.tokens_in + usage.tokens_out,
+                         cost_usd=usage.cost_usd)

@@ -25,17 +25,11 @@ from pydantic import Field
 from taskloom.config import ValidationConfig
 from taskloom.errors import SandboxError, SandboxUnavailable
 from taskloom.models import Frozen, Task
-from taskloom.sandbox.containers import (
-    docker_client,
-    engine_errors,
-    read_reward,
-    reward_in_tar,
-    tar_files,
-)
+from taskloom.sandbox.containers import docker_client, engine_errors, reward_in_tar, tar_files
 from taskloom.sandbox.driver import lowest
 from taskloom.sandbox.environment import environment_spec
 from taskloom.sandbox.runtime import Runtime, RuntimeName, open_runtime
-from taskloom.sandbox.session import Session
+from taskloom.sandbox.session import Completed, Session
 
 FAILED = re.compile(r"^FAILED (?:\S+::)?(test_\w+)", re.MULTILINE)
 CHORE_SEC = 60.0  # the check's own commands (clear, clean up): the sandbox may have slowed them
@@ -92,7 +86,8 @@ def session(task: Task, runtime: RuntimeName | Runtime = "docker", *,
             sandboxes.close()
 
 
-def check_in(live: Session, task: Task, *, timeout: float | None = None) -> LiveCheck:
+def check_in(live: Session | ContainerSession, task: Task, *,
+             timeout: float | None = None) -> LiveCheck:
     """Run the task's tests against the session's current state and read the reward.
 
     Raises:
@@ -150,39 +145,64 @@ def open_shell(task: Task, *, ready: Callable[[str], None] | None = None) -> int
         return shell(name, live)
 
 
-def check(task: Task, container: str, *, timeout: float | None = None) -> LiveCheck:
-    """Run the task's tests against the container's current state and read the reward.
+class ContainerSession:
+    """A running container someone left (`make --shell`), driven as a session by `docker exec`.
 
-    Raises:
-        SandboxUnavailable: No container has that name.
-        SandboxError: The engine failed during the check.
+    Only what `check_in` needs: `run` (with `timeout -s KILL` for the limit), `put`, `get`.
     """
-    import docker.errors
 
-    client = docker_client()
-    try:
-        found = client.containers.get(container)
-    except docker.errors.NotFound as exc:
-        raise SandboxUnavailable(f"no container named {container}",
-                                 fix="pass the name `taskloom make --shell` printed, or "
-                                     "`docker ps` to list them") from exc
-    limit = int(timeout or task.config.verifier.timeout_sec)
-    try:
-        found.exec_run(["sh", "-c", "rm -rf /logs/verifier && mkdir -p /logs/verifier && "
-                                    "chmod 777 /logs/verifier"])
-        found.put_archive("/", tar_files(task.tests, "tests/"))
+    def __init__(self, container: str) -> None:
+        """Find the container.
+
+        Raises:
+            SandboxUnavailable: No container has that name.
+        """
+        import docker.errors
+
         try:
-            result = found.exec_run(["timeout", "-s", "KILL", str(limit), "bash",
-                                     "/tests/test.sh"], workdir=None)
-            output = result.output.decode("utf-8", "replace")
-            rewards, error = read_reward(client, found.id)
-        finally:
-            found.exec_run(["rm", "-rf", "/tests"])
-    except engine_errors() as exc:
-        raise SandboxError(f"the Docker engine failed while checking {container}: "
-                           f"{exc}") from exc
-    return LiveCheck(reward=lowest(rewards), reward_error=error,
-                     failed=tuple(dict.fromkeys(FAILED.findall(output))), log=output[-6000:])
+            self.found = docker_client().containers.get(container)
+        except docker.errors.NotFound as exc:
+            raise SandboxUnavailable(f"no container named {container}",
+                                     fix="pass the name `taskloom make --shell` printed, or "
+                                         "`docker ps` to list them") from exc
+        self.name = container
+
+    def run(self, argv: list[str], *, timeout: float | None = None, user: str | None = None,
+            env: dict[str, str] | None = None, cwd: str | None = None) -> Completed:
+        """Run a command in the container (killed at `timeout`)."""
+        limited = ["timeout", "-s", "KILL", f"{timeout:g}", *argv] if timeout else argv
+        result = self._engine(lambda: self.found.exec_run(
+            limited, user=user or "", environment=env, workdir=cwd, demux=True))
+        stdout, stderr = result.output
+        return Completed(exit_code=result.exit_code,
+                         timed_out=bool(timeout) and result.exit_code == 137,
+                         stdout=stdout or b"", stderr=stderr or b"")
+
+    def put(self, directory: str, archive: bytes) -> Completed:
+        """Unpack a tar archive into `directory` (made if missing)."""
+        self.run(["mkdir", "-p", directory], user="root", timeout=CHORE_SEC)
+        self._engine(lambda: self.found.put_archive(directory, archive))
+        return Completed(exit_code=0, timed_out=False, stdout=b"", stderr=b"")
+
+    def get(self, path: str) -> Completed:
+        """A tar archive of `path` (exit code 1 when it does not exist)."""
+        import docker.errors
+
+        try:
+            stream, _ = self._engine(lambda: self.found.get_archive(path))
+        except SandboxError as exc:
+            if isinstance(exc.__cause__, docker.errors.NotFound):
+                return Completed(exit_code=1, timed_out=False, stdout=b"",
+                                 stderr=f"{path}: not found".encode())
+            raise
+        return Completed(exit_code=0, timed_out=False, stdout=b"".join(stream), stderr=b"")
+
+    def _engine(self, call: Callable):
+        try:
+            return call()
+        except engine_errors() as exc:
+            raise SandboxError(f"the Docker engine failed while checking {self.name}: "
+                               f"{exc}") from exc
 
 
 def check_task(task: Task, container: str | None = None, *, runtime: RuntimeName = "docker",
@@ -201,6 +221,6 @@ def check_task(task: Task, container: str | None = None, *, runtime: RuntimeName
         SandboxError: The environment does not build, or the sandbox failed.
     """
     if container is not None:
-        return check(task, container, timeout=timeout)
+        return check_in(ContainerSession(container), task, timeout=timeout)
     with session(task, runtime) as live:
         return check_in(live, task, timeout=timeout)
