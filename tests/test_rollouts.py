@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from llmservers import MODEL_ALIAS, LlamaServer, Reply, ScriptedServer, solution_replayer
 from llmservers import solution_steps as steps_of
+from taskfactory import TWO_STEPS, make_multi_step_task
 
 from taskloom.config import AgentLimits, LLMConfig, RunConfig
 from taskloom.generators.backends import backend_for
@@ -311,3 +312,38 @@ def test_the_real_llama_server_runs_solve_end_to_end(bwrap_runtime, tmp_path):
     (record,) = attempts(tmp_path / "run")
     assert record.error is None and record.reward is not None, record
     assert 1 <= record.turns <= 3 and report.tasks[0].scored == 1
+
+
+def test_a_multi_step_task_is_attempted_step_by_step_as_harbor_runs_it(bwrap_runtime,
+                                                                      tmp_path):
+    """Each step: its workdir and setup.sh, the agent on its instruction, its own tests; the
+    rewards combined by the task's strategy; a step that misses min_reward ends the attempt."""
+    def server_for(solved: set[str]) -> ScriptedServer:
+        return ScriptedServer([], respond=solution_replayer({
+            parts["instruction"]: parts["solve"] if name in solved else "#!/bin/bash\ntrue\n"
+            for name, parts in TWO_STEPS.items()}))
+
+    cases = [("both", {"write", "join"}, "", 1.0, 2),
+             ("first-only", {"write"}, "", 0.5, 2),  # mean of 1 and 0
+             ("gated", set(), 'min_reward = 1.0', 0.0, 1)]  # the join step never runs
+    for name, solved, gate, reward, steps_run in cases:
+        task = read_task_folder(make_multi_step_task(tmp_path / "tasks", name,
+                                                     settings={"write": gate}))
+        server = server_for(solved)
+        try:
+            report = solve([task], scripted_llm(server), bwrap_runtime, tmp_path / name, k=1)
+        finally:
+            server.close()
+        (record,) = attempts(tmp_path / name)
+        assert (record.reward, report.errors) == (reward, 0), (name, record)
+        assert record.trajectory.instructions == tuple(
+            parts["instruction"] for parts in TWO_STEPS.values())[:steps_run]
+        assert {turn.step for turn in record.trajectory.turns} == set(range(steps_run))
+    done = subprocess.run([*TASKLOOM, "export", str(tmp_path / "both"), "--trajectories", "-f",
+                           "jsonl", "--out", str(tmp_path / "sft")], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    (row,) = [json.loads(line) for line in
+              (tmp_path / "sft" / "trajectories.jsonl").read_text().splitlines()]
+    asked = [m["content"] for m in row["messages"] if m["content"].startswith("Task:")]
+    assert asked == [f"Task:\n{parts['instruction'].strip()}" for parts in TWO_STEPS.values()]

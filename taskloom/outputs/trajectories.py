@@ -5,7 +5,7 @@ an adversarial run: a forgery is not a demonstration). Each becomes one conversa
 the messages format chat trainers read (TRL's SFTTrainer, axolotl, OpenAI fine-tuning):
 
     system     the agent's system prompt, as the model was given it
-    user       Task: <instruction.md>
+    user       Task: <instruction.md>     (a multi-step task: each step's, before its turns)
     assistant  {"thought": ..., "commands": [...], "done": false}   (the model's answer)
     user       [exit 0], a newline, the end of the output
     ...
@@ -58,9 +58,14 @@ def trajectory_rows(folder: Path) -> list[dict]:
 
 def _row(record: AttemptRecord) -> dict:
     trajectory = record.trajectory
-    messages = [{"role": "system", "content": trajectory.system},
-                {"role": "user", "content": f"Task:\n{record.instruction.strip()}"}]
+    instructions = trajectory.instructions or (record.instruction,)
+    messages = [{"role": "system", "content": trajectory.system}]
+    step = None
     for turn in trajectory.turns:
+        if turn.step != step:  # a multi-step task: each step's instruction before its turns
+            step = turn.step
+            messages.append({"role": "user",
+                             "content": f"Task:\n{instructions[step].strip()}"})
         if not turn.done and turn.exit_code is None:
             continue  # an answer that was not valid: not something to learn from
         answer = {"thought": turn.thought, "commands": list(turn.commands), "done": turn.done}

@@ -28,7 +28,8 @@ from taskloom.sandbox.session import Session
 
 # rejected: the server refused a request (4xx: too long a context, a content filter): the
 # model's limit, not the infrastructure's; the verifier scores what the agent left.
-Stop = Literal["done", "max_turns", "max_tokens", "wall_time", "rejected"]
+# not_started: a multi-step task's first setup.sh failed before any turn.
+Stop = Literal["done", "max_turns", "max_tokens", "wall_time", "rejected", "not_started"]
 # agent: do the task; forger: earn the reward without doing it (the adversarial run).
 Role = Literal["agent", "forger"]
 HISTORY_TURNS = 15  # commands shown to the model, newest last
@@ -47,12 +48,16 @@ class Turn(Frozen):
     output: str = Field(description="The end of what the script wrote (stdout, then "
                         "stderr), or why the answer was invalid.")
     done: bool = Field(default=False, description="The model said the task is complete.")
+    step: int = Field(default=0, description="Which of the trajectory's instructions it "
+                      "worked on (a multi-step task's step; 0 otherwise).")
 
 
 class Trajectory(Frozen):
     """Everything one attempt did, in order."""
 
     system: str = Field(default="", description="The system prompt the model was given.")
+    instructions: tuple[str, ...] = Field(default=(), description="The instructions it "
+                                          "was given, in order (one per step).")
     turns: tuple[Turn, ...] = Field(description="The turns, in order.")
     stopped: Stop = Field(description="Why the attempt ended.")
     usage: Usage = Field(description="Tokens, dollars and requests sent (replayed ones "
@@ -124,7 +129,8 @@ def run_agent(instruction: str, env: Session, chat: ChatSession, limits: AgentLi
         turns.append(Turn(thought=action.thought, commands=tuple(action.commands),
                           exit_code=done.exit_code, timed_out=done.timed_out,
                           output=last_output))
-    return Trajectory(system=system, turns=tuple(turns), stopped=stopped, usage=chat.usage,
+    return Trajectory(system=system, instructions=(instruction,), turns=tuple(turns),
+                      stopped=stopped, usage=chat.usage,
                       seconds=round(time.monotonic() - started, 3))
 
 

@@ -291,6 +291,34 @@ def solve(tasks: Sequence[Task], llm: LLMConfig, runtime: Runtime, out: Path, *,
     return report
 
 
+class _Agent:
+    """`act` for `live.attempt_in`: the agent works on each instruction it is given."""
+
+    def __init__(self, env, chat: ChatSession, limits: AgentLimits, *, seed: int, attempt: int,
+                 role: Role) -> None:
+        self.env, self.chat, self.limits = env, chat, limits
+        self.seed, self.attempt, self.role = seed, attempt, role
+        self.parts: list[Trajectory] = []  # one per instruction (a multi-step task's steps)
+
+    def __call__(self, instruction: str) -> None:
+        self.parts.append(run_agent(instruction, self.env, self.chat, self.limits,
+                                    seed=self.seed, attempt=self.attempt, role=self.role))
+
+
+def joined(parts: Sequence[Trajectory], usage: Usage) -> Trajectory:
+    """One trajectory of a multi-step attempt's steps (each step's turns tagged with it)."""
+    if len(parts) == 1:
+        return parts[0]
+    if not parts:  # the first step's setup failed
+        return Trajectory(turns=(), stopped="not_started", usage=usage, seconds=0.0)
+    return Trajectory(system=parts[0].system,
+                      instructions=tuple(i for p in parts for i in p.instructions),
+                      turns=tuple(t.model_copy(update={"step": step}) for step, p in
+                                  enumerate(parts) for t in p.turns),
+                      stopped=parts[-1].stopped, usage=usage,
+                      seconds=round(sum(p.seconds for p in parts), 3))
+
+
 def attempt_task(task: Task, index: int, llm: LLMConfig, transport, runtime: Runtime,
                  limits: AgentLimits, exchanges: Exchanges, *, seed: int, retries: int,
                  role: Role = "agent", digest: str = "") -> AttemptRecord:
@@ -305,9 +333,9 @@ def attempt_task(task: Task, index: int, llm: LLMConfig, transport, runtime: Run
         began = time.monotonic()
         try:
             with live.session(task, runtime) as env:
-                trajectory = run_agent(task.instruction, env, chat, limits, seed=seed,
-                                       attempt=index, role=role)
-                check = live.check_in(env, task)
+                agent = _Agent(env, chat, limits, seed=seed, attempt=index, role=role)
+                check = live.attempt_in(env, task, agent)
+                trajectory = joined(agent.parts, chat.usage)
         except INFRASTRUCTURE as exc:
             last = exc
             continue

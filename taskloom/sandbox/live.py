@@ -8,6 +8,8 @@ them afterwards, as Harbor's verifier does.
 
     with session(task, "bwrap") as live: ...   # a started session on either runtime
     check_in(live, task)                        # the tests against its current state
+    attempt_in(live, task, act)                 # act(instruction), then the check: step by
+                                                # step for a multi-step task, as Harbor does
     check_task(task, runtime="bwrap")           # a fresh environment: the untouched state
     check_task(task, container="NAME")          # the state someone left in a container
     open_shell(task)                            # `taskloom make --shell` (Docker)
@@ -16,6 +18,7 @@ them afterwards, as Harbor's verifier does.
 from __future__ import annotations
 
 import contextlib
+import math
 import re
 import subprocess
 from collections.abc import Callable, Iterator
@@ -24,7 +27,7 @@ from pydantic import Field
 
 from taskloom.config import ValidationConfig
 from taskloom.errors import SandboxError, SandboxUnavailable
-from taskloom.models import Frozen, Task
+from taskloom.models import Frozen, Task, TaskFile, sorted_files
 from taskloom.sandbox.containers import docker_client, engine_errors, reward_in_tar, tar_files
 from taskloom.sandbox.driver import lowest
 from taskloom.sandbox.environment import environment_spec
@@ -38,8 +41,10 @@ CHORE_SEC = 60.0  # the check's own commands (clear, clean up): the sandbox may 
 class LiveCheck(Frozen):
     """The reward of a live environment's current state, and the checks that failed."""
 
-    reward: float | None = Field(description="Reward the tests wrote; None when none could "
-                                 "be read.")
+    reward: float | None = Field(description="Reward the tests wrote (the lowest named one); "
+                                 "None when none could be read.")
+    rewards: dict[str, float] | None = Field(default=None, description="Every named reward "
+                                             "(a multi-step task: its steps' combined).")
     reward_error: str | None = Field(description="Why no reward could be read (None when "
                                      "one was).")
     failed: tuple[str, ...] = Field(description="Names of the failing pytest checks, in "
@@ -86,21 +91,23 @@ def session(task: Task, runtime: RuntimeName | Runtime = "docker", *,
             sandboxes.close()
 
 
-def check_in(live: Session | ContainerSession, task: Task, *,
+def check_in(live: Session | ContainerSession, task: Task, *, step: int | None = None,
              timeout: float | None = None) -> LiveCheck:
     """Run the task's tests against the session's current state and read the reward.
+
+    A multi-step task is checked with one step's tests (its tests/ over the task's, its
+    verifier's user, variables and limit): `step`, or the last one when None.
 
     Raises:
         SandboxError: The session ended during the check.
     """
-    verifier = task.config.verifier
-    limit = timeout or verifier.timeout_sec
+    tests, env, user, limit = _verifier(task, step)
+    limit = timeout or limit
     live.run(["sh", "-c", "rm -rf /logs/verifier /tests && mkdir -p /logs/verifier && "
                           "chmod 777 /logs/verifier"], user="root", timeout=CHORE_SEC)
-    live.put("/tests", tar_files(task.tests))
+    live.put("/tests", tar_files(tests))
     try:
-        done = live.run(["bash", "/tests/test.sh"], timeout=limit, env=dict(verifier.env),
-                        user=None if verifier.user is None else str(verifier.user))
+        done = live.run(["bash", "/tests/test.sh"], timeout=limit, env=env, user=user)
         output = (done.stdout + done.stderr).decode("utf-8", "replace")
         if done.timed_out:
             output += f"\n[taskloom: the tests were killed after {limit:g} s]"
@@ -109,8 +116,77 @@ def check_in(live: Session | ContainerSession, task: Task, *,
             (None, "tests/test.sh wrote no /logs/verifier directory")
     finally:
         live.run(["rm", "-rf", "/tests"], user="root", timeout=CHORE_SEC)
-    return LiveCheck(reward=lowest(rewards), reward_error=error,
+    return LiveCheck(reward=lowest(rewards), rewards=rewards, reward_error=error,
                      failed=tuple(dict.fromkeys(FAILED.findall(output))), log=output[-6000:])
+
+
+def _verifier(task: Task, step: int | None) -> tuple[tuple[TaskFile, ...], dict[str, str],
+                                                      str | None, float]:
+    """(tests, variables, user, limit) of the task's verifier, or of one of its steps'."""
+    verifier = task.config.verifier
+    if not task.steps:
+        return (task.tests, dict(verifier.env),
+                None if verifier.user is None else str(verifier.user), verifier.timeout_sec)
+    index = len(task.steps) - 1 if step is None else step
+    files, settings = task.steps[index], task.config.steps[index]
+    tests = {f.path: f for f in task.tests} | {f.path: f for f in files.tests}
+    user = settings.verifier.user
+    # Harbor's step verifier keeps its own limit (600 s unless set), never the task's.
+    return (sorted_files(tests.values()), {**verifier.env, **settings.verifier.env},
+            None if user is None else str(user), settings.verifier.timeout_sec)
+
+
+def attempt_in(live: Session, task: Task, act: Callable[[str], None]) -> LiveCheck:
+    """`act(instruction)` works in the session, then the tests score it, as Harbor's trial.
+
+    A multi-step task runs step by step in the one session: the step's workdir/ copied into
+    the working directory and its setup.sh run, `act` with the step's instruction, then the
+    step's tests. A step that leaves no reward, or misses its min_reward, ends the attempt;
+    the rewards are the steps' combined by the task's strategy (`mean` over the steps that
+    left rewards, a missing name counting 0; or the `final` step's).
+
+    Raises:
+        SandboxError: The session failed.
+    """
+    if not task.steps:
+        act(task.instruction)
+        return check_in(live, task)
+    workdir = live.spec.workdir or "/"
+    checks: list[LiveCheck] = []
+    for index, (files, settings) in enumerate(zip(task.steps, task.config.steps, strict=True)):
+        if files.workdir:
+            live.put(workdir, tar_files(files.workdir))
+        if any(f.path == "setup.sh" for f in files.workdir):
+            agent = settings.agent
+            setup = live.run(["bash", f"{workdir.rstrip('/')}/setup.sh"], cwd=workdir,
+                             user=None if agent.user is None else str(agent.user),
+                             timeout=agent.timeout_sec or task.config.agent.timeout_sec
+                             or ValidationConfig().default_solution_timeout_sec)
+            if setup.exit_code != 0:
+                log = (setup.stdout + setup.stderr).decode("utf-8", "replace")[-6000:]
+                checks.append(LiveCheck(reward=None, reward_error=(
+                    f"steps/{files.name}/workdir/setup.sh exited {setup.exit_code}"),
+                    failed=(), log=log))
+                break
+        act(files.instruction)
+        checks.append(check_in(live, task, step=index))
+        rewards = checks[-1].rewards
+        if rewards is None or any(rewards.get(name, -math.inf) < value
+                                  for name, value in settings.thresholds.items()):
+            break
+    left = [c.rewards for c in checks if c.rewards is not None]
+    if task.config.reward_strategy == "final":
+        combined = checks[-1].rewards
+    else:
+        names = sorted({name for rewards in left for name in rewards})
+        combined = {name: sum(r.get(name, 0.0) for r in left) / len(left)
+                    for name in names} if left else None
+    last = checks[-1]
+    return LiveCheck(reward=lowest(combined), rewards=combined,
+                     reward_error=None if combined is not None else
+                     f"step {task.steps[len(checks) - 1].name}: {last.reward_error}",
+                     failed=tuple(dict.fromkeys(n for c in checks for n in c.failed)),
+                     log=last.log)
 
 
 def shell(container: str, live: Session | None = None) -> int:
