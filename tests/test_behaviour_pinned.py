@@ -64,8 +64,10 @@ TASKLOOM = [sys.executable, "-m", "taskloom.cli"]
 # covers both, the manifest's left-out counts masked as the card's are), and (two runs,
 # same values) test.sh carries the sha256 of its checks and runs no other bytes (a
 # process left running swapped them between the upload and test.sh's sweep).
+# Then (issue 19, two runs, same values) the export rows gain the `calibration` column (null:
+# the main job does not calibrate) and the row schema is 2; the tasks are unchanged.
 TASKS_DIGEST = "9922585144dee7ef602d1e287f9fe8bc6813b62d722acd7715ee0a8581e1df63"
-HF_EXPORT_DIGEST = "66646a8c0124db0397a9889bdf19f026a01d8415b1115fc3cfe0f01062254404"
+HF_EXPORT_DIGEST = "6497fa6f918a82b9094cfd9fbedd7042c1a3a6884b4c224d7eb745aa789385a4"
 
 
 def test_main_job_dataset_and_hf_export_are_unchanged(tmp_path):

@@ -124,7 +124,6 @@ class StageKeys:
         return fingerprint("refine", REFINE_VERSION, generator_version(self.config),
                            draft_fingerprint(draft), [str(r) for r in report.reasons], round_)
 
-
     def calibrate(self, draft: Draft) -> str:
         """Key of a calibration: the task, the model's settings, k, the agent and runtime.
 
