@@ -234,13 +234,10 @@ class CalibrationConfig(Frozen):
     def chat_settings(self, llm: LLMConfig,
                       environ: Mapping[str, str] | None = None) -> LLMConfig:
         """The model settings of the calibration agent (server options from `llm`)."""
-        environ = os.environ if environ is None else environ
-        base_url = self.base_url if self.model == MOCK_MODEL else \
-            self.base_url or environ.get("OPENAI_BASE_URL") or OPENAI_URL
-        return llm.model_copy(update={
-            "model": self.model, "base_url": base_url, "api_key_env": self.api_key_env,
+        return llm_from_environment(llm.model_copy(update={
+            "model": self.model, "base_url": self.base_url, "api_key_env": self.api_key_env,
             "temperature": self.temperature, "price_in_per_mtok": self.price_in_per_mtok,
-            "price_out_per_mtok": self.price_out_per_mtok})
+            "price_out_per_mtok": self.price_out_per_mtok}), environ)
 
 
 class RunConfig(Frozen):

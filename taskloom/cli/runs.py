@@ -218,18 +218,13 @@ def runs_show(run: Annotated[Path, typer.Argument(help="A run directory.")]) -> 
 
 def _print_calibration(data) -> None:
     """How many attempts the calibration model passed, over the calibrated tasks."""
-    from collections import Counter
-
-    measured = data.calibrations
-    if not measured:
+    if not data.calibrations:
         return
-    k = max(row.calibration.k for row in measured)
-    passes = Counter(row.calibration.passes for row in measured)
-    models = ", ".join(sorted({row.calibration.model for row in measured}))
-    spread = ", ".join(f"{n}/{k}: {passes[n]}" for n in range(k + 1) if passes[n])
-    stdout.print(f"calibration ({models}, k={k}): {len(measured)} tasks measured, "
-                 f"{sum(row.kept for row in measured)} in the band; attempts passed: "
-                 f"{spread}")
+    models, k, passes = data.calibration_spread
+    spread = ", ".join(f"{n}/{k}: {count}" for n, count in passes.items() if count)
+    stdout.print(f"calibration ({models}, k={k}): {len(data.calibrations)} tasks measured, "
+                 f"{sum(row.kept for row in data.calibrations)} in the band; attempts "
+                 f"passed: {spread}")
 
 
 @app.command("export")

@@ -180,8 +180,7 @@ def _calibration(data: RunData) -> str:
     measured = data.calibrations
     if not measured:
         return ""
-    k = max(row.calibration.k for row in measured)
-    passes = Counter(row.calibration.passes for row in measured)
+    models, k, passes = data.calibration_spread
     by_level: dict[str, list[float]] = defaultdict(list)
     by_skill: dict[str, list[float]] = defaultdict(list)
     for row in measured:
@@ -196,7 +195,6 @@ def _calibration(data: RunData) -> str:
               if (rates := by_level.get(name := f"{dimension} {level}"))]
     skills = sorted(((f"{skill} (n={len(rates)})", sum(rates) / len(rates))
                      for skill, rates in by_skill.items()), key=lambda row: (row[1], row[0]))
-    models = ", ".join(sorted({row.calibration.model for row in measured}))
     band = data.run.config.get("calibration", {}).get("band", [0, 1])
     kept = sum(row.kept for row in measured)
     return ("<section id=\"calibration\"><h2>Calibration</h2>"
@@ -204,7 +202,7 @@ def _calibration(data: RunData) -> str:
             f"<code>{escape(models)}</code>; {kept} had a pass rate in the band "
             f"[{band[0]:g}, {band[1]:g}]. Pass rates below are over every "
             "calibrated task, kept or not.</p>"
-            + histogram("pass-rates", [(f"{n}/{k}", passes.get(n, 0)) for n in range(k + 1)],
+            + histogram("pass-rates", [(f"{n}/{k}", count) for n, count in passes.items()],
                         label="tasks by attempts passed", x_label="attempts passed of k")
             + "<h3>Mean pass rate per difficulty level</h3>"
             + bar_chart("pass-by-level", levels, label="mean pass rate per difficulty level",

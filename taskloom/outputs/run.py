@@ -63,6 +63,15 @@ class RunData(Frozen):
         default=(), description="Items the calibration stage measured (kept or not).")
 
     @property
+    def calibration_spread(self) -> tuple[str, int, dict[int, int]]:
+        """(models, k, {attempts passed: tasks}) over the calibrated items, every count shown."""
+        k = max((row.calibration.k for row in self.calibrations), default=0)
+        passes = {n: 0 for n in range(k + 1)}
+        for row in self.calibrations:
+            passes[row.calibration.passes] += 1
+        return ", ".join(sorted({row.calibration.model for row in self.calibrations})), k, passes
+
+    @property
     def left_out_total(self) -> int:
         """Items planned but not in the dataset."""
         return sum(group.count for group in self.left_out)

@@ -136,8 +136,7 @@ class StageKeys:
                                                                 "api_key_env"})
         return fingerprint("calibrate", CALIBRATE_VERSION, draft_fingerprint(draft),
                            settings, self.config.seed, self.config.runtime,
-                           self.config.llm.output_settings() | {"model": calibration.model,
-                                                                "temperature": None},
+                           calibration.chat_settings(self.config.llm).output_settings(),
                            prompts_fingerprint("agent"))
 
 

@@ -265,20 +265,24 @@ class ContainerSession:
         import docker.errors
 
         try:
-            stream, _ = self._engine(lambda: self.found.get_archive(path))
-        except SandboxError as exc:
-            if isinstance(exc.__cause__, docker.errors.NotFound):
-                return Completed(exit_code=1, timed_out=False, stdout=b"",
-                                 stderr=f"{path}: not found".encode())
-            raise
-        return Completed(exit_code=0, timed_out=False, stdout=b"".join(stream), stderr=b"")
+            stream, _ = self.found.get_archive(path)
+            data = b"".join(stream)
+        except docker.errors.NotFound:
+            return Completed(exit_code=1, timed_out=False, stdout=b"",
+                             stderr=f"{path}: not found".encode())
+        except engine_errors() as exc:
+            raise self._failed(exc) from exc
+        return Completed(exit_code=0, timed_out=False, stdout=data, stderr=b"")
 
     def _engine(self, call: Callable):
+        """`call()`, an engine failure raised as a SandboxError."""
         try:
             return call()
         except engine_errors() as exc:
-            raise SandboxError(f"the Docker engine failed while checking {self.name}: "
-                               f"{exc}") from exc
+            raise self._failed(exc) from exc
+
+    def _failed(self, exc: BaseException) -> SandboxError:
+        return SandboxError(f"the Docker engine failed while checking {self.name}: {exc}")
 
 
 def check_task(task: Task, container: str | None = None, *, runtime: RuntimeName = "docker",
