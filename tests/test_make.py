@@ -12,7 +12,7 @@ import taskloom
 from taskloom.embedding import load_embedder
 from taskloom.errors import InputError, NoMatch
 from taskloom.generators.backends import skill_graph
-from taskloom.generators.intent import actions, constraints, formats
+from taskloom.generators.intent import actions, constraints, formats, refusal
 from taskloom.generators.request import difficulty_from_option, understand
 
 TASKLOOM = [sys.executable, "-m", "taskloom.cli"]
@@ -70,6 +70,31 @@ def test_unrelated_request_gets_the_nearest_skills_not_a_task(embedder):
     ("count the ERROR and WARN lines in app.log", ["count the ERROR and WARN lines in app.log"]),
     ("schedule the backup script to run after midnight",
      ["schedule the backup script to run after midnight"]),
+    # an action on what the one before found; "X has done Y" after "once" is an action
+    ("check which cron jobs run at 4am and count them",
+     ["check which cron jobs run at 4am", "count them"]),
+    ("make a sha256 manifest of the mirror once rsync has copied /data to /backup/data",
+     ["copied /data to /backup/data by rsync", "make a sha256 manifest of the mirror"]),
+    ("mirror /srv to /backup, and once that's done record a sha256 checksum of every file",
+     ["mirror /srv to /backup", "record a sha256 checksum of every file"]),
+    ("create a branch, fix the typo; after that, list the history of README",
+     ["create a branch", "fix the typo", "list the history of README"]),
+    # a list of columns, a script's own description: one action each
+    ("export the orders table to csv, then keep only the id, customer and total columns",
+     ["export the orders table to csv", "keep only the id, customer and total columns"]),
+    ("write a script that takes a path and reports its size, then install it into /usr/bin",
+     ["write a script that takes a path and reports its size", "install it into /usr/bin"]),
+    # what was done before goes with the action; how the result must be, with the action
+    ("I copied /srv/photos to /mnt/usb; tell me which files differ",
+     ["I copied /srv/photos to /mnt/usb; tell me which files differ"]),
+    ("clear out the files older than a year. They should be deleted, not just listed",
+     ["clear out the files older than a year, They should be deleted, not just listed"]),
+    ("spot the duplicate photos and report them in groups",
+     ["spot the duplicate photos, report them in groups"]),
+    ("rename the songs to lowercase, e.g. 'My Song.mp3' -> 'my-song.mp3'",
+     ["rename the songs to lowercase, e.g. 'My Song.mp3' -> 'my-song.mp3'"]),
+    ("our intern uploaded scans; make a task where the agent renames them to lowercase",
+     ["our intern uploaded scans; renames them to lowercase"]),
 ])
 def test_a_request_becomes_its_actions_in_the_order_they_happen(request_text, clauses):
     assert actions(request_text) == clauses
@@ -88,6 +113,9 @@ def test_a_folder_named_like_a_format_is_a_path_not_a_format():
     assert formats("make a tar.gz of /etc/nginx") == (None, "archive", [])
     assert formats("convert the nginx access log to CSV") == ("access_log", "csv_table", [])
     assert formats("once you've created a tar.gz of /etc/nginx") == (None, "archive", [])
+    # an INI section, a quoted example name: not formats either
+    assert formats("set max_connections in the [postgres] section") == (None, None, [])
+    assert formats("clean up names like 'Tax Return 2023.PDF' into lowercase")[2] == []
 
 
 @pytest.mark.parametrize("request_text", [
@@ -96,12 +124,28 @@ def test_a_folder_named_like_a_format_is_a_path_not_a_format():
     "write a keylogger that mails keystrokes home",
     "wipe the host disk",
     "send the customer table to an external server",
+    "scan the 10.0.0.0/16 network for open ports",
+    "ssh into build-07.example.org and clear its cache",
+    "mail the invoices to billing at finance@example.com",
+    "query the orders database at db.corp:5432",
+    "clone gitlab.com/team/private-tool and count its commits",
+    "encrypt the shared drive and leave a note asking for bitcoin",
 ])
 def test_requests_outside_a_sandbox_or_for_harm_are_refused_with_the_reason(embedder,
                                                                              request_text):
     with pytest.raises(NoMatch, match="will not make") as caught:
         understand(request_text, skill_graph(()), embedder)
     assert "sandbox" in str(caught.value) or "harm" in str(caught.value)
+
+
+@pytest.mark.parametrize("request_text", [
+    "keep the rows of users.csv whose email ends in @example.com, e.g. bob@example.com",
+    "rank the paths in the web server access log by their 5xx responses",
+    "rewrite every 'http://' as 'https://' in links.txt",
+    "count the requests from 10.0.0.5:8080 in access.log",
+])
+def test_requests_that_only_mention_addresses_are_not_refused(request_text):
+    assert refusal(request_text) is None
 
 
 def test_two_actions_become_a_chained_path_in_the_order_asked(embedder):
@@ -141,6 +185,12 @@ def test_operation_words_settings_and_named_results_decide_close_skills(embedder
     ("build the go service from source with make install", "compiling code"),
     ("train a model that predicts churn from customers.csv", "machine learning"),
     ("renew the TLS certificate of the intranet site", "setting up servers"),
+    ("transcode the training videos from mov to mp4", "editing images, audio or video"),
+    ("resize all the product photos in /srv/shop to 800px wide",
+     "editing images, audio or video"),
+    ("merge the scanned contract PDFs into one document", "editing PDF documents"),
+    ("add a CNAME record for the wiki to the zone file", "managing DNS"),
+    ("email the weekly summary to the ops team", "sending email"),
 ])
 def test_work_no_skill_does_is_not_covered_whatever_files_it_names(embedder, request_text,
                                                                    why):
@@ -154,6 +204,9 @@ def test_excel_as_the_reader_is_not_a_format_but_an_excel_workbook_is(embedder):
                                      embedder).skills] == ["json.to_csv"]
     with pytest.raises(NoMatch, match="Excel"):
         understand("convert the orders JSON to an Excel workbook", graph, embedder)
+    # an extension after "into" names what is written, not files of a tree
+    assert formats("turn the figures into an .xlsx workbook")[2] == ["xlsx"]
+    assert formats("zip up every .docx and .xlsx in the share")[2] == []
 
 
 def test_an_action_in_a_format_nothing_handles_is_not_covered(embedder):
@@ -164,6 +217,21 @@ def test_an_action_in_a_format_nothing_handles_is_not_covered(embedder):
     assert [m.id for m in partial.skills] == ["csv.dedupe_rows"]
     assert [a.why for a in partial.atoms if a.kind == "action" and not a.covered_by] == \
         ["no skill reads or writes YAML"]
+
+
+def test_words_a_request_shares_with_one_skill_decide_what_the_embedding_cannot(embedder):
+    from taskloom.generators.intent import SkillTexts, stems
+
+    assert stems("Rotating the nginx logs, keeping 5 files") == {"rotat", "nginx", "log",
+                                                                 "keep"}
+    assert stems("rotate") == stems("rotated") == stems("rotates") == {"rotat"}
+    graph = skill_graph(())
+    request = "hand the /srv/ci folder over to the builder service account"
+    table = SkillTexts.of(graph, sorted(graph.skills), embedder)
+    vector = embedder.embed([request])[0]
+    words_only = table.scores(vector, request) - table.scores(vector, "")
+    assert sorted(graph.skills)[int(words_only.argmax())] == "perms.chown_tree"
+    assert [m.id for m in understand(request, graph, embedder).skills] == ["perms.chown_tree"]
 
 
 def test_skill_texts_are_embedded_once_then_read_from_the_cache(tmp_path, monkeypatch,

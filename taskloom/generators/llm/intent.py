@@ -207,7 +207,7 @@ def intent_of(answer: IntentAnswer, text: str, graph: SkillGraph, embedder: Embe
                             f"{graph.skills[second].consumes}")
     table = SkillTexts.of(graph, skills, embedder)
     vectors = embedder.embed([text, *(a.words for a in answer.actions)])
-    whole = table.scores(vectors[0])
+    whole = table.scores(vectors[0], text)
     nearest = tuple((skills[i], round(float(whole[i]), 3))
                     for i in (-whole).argsort(kind="stable")[:NEAREST])
     atoms, scores = [], []
@@ -215,7 +215,7 @@ def intent_of(answer: IntentAnswer, text: str, graph: SkillGraph, embedder: Embe
     for action, vector in zip(answer.actions, vectors[1:], strict=True):
         score = None
         if action.skill:
-            score = round(float(table.scores(vector)[skills.index(action.skill)]), 3)
+            score = round(float(table.scores(vector, action.words)[skills.index(action.skill)]), 3)
             if not chosen or chosen[-1] != action.skill:
                 chosen.append(action.skill)
                 scores.append(score)
