@@ -95,6 +95,8 @@ def test_unrelated_request_gets_the_nearest_skills_not_a_task(embedder):
      ["rename the songs to lowercase, e.g. 'My Song.mp3' -> 'my-song.mp3'"]),
     ("our intern uploaded scans; make a task where the agent renames them to lowercase",
      ["our intern uploaded scans; renames them to lowercase"]),
+    ("I'm teaching a Linux class. Count the lines of poem.txt that contain river. Make that "
+     "an exercise.", ["I'm teaching a Linux class; Count the lines of poem.txt that contain river"]),
 ])
 def test_a_request_becomes_its_actions_in_the_order_they_happen(request_text, clauses):
     assert actions(request_text) == clauses
@@ -175,6 +177,9 @@ def test_direction_decides_between_a_conversion_and_its_reverse(embedder):
     ("which urls return 502s most often in the nginx access log", ["logs.failing_paths"]),
     ("give me a tarball of the files at HEAD of the docs repo", ["git.export_tree"]),
     ("zip up every .docx and .xlsx in the shared folder", ["archive.zip_selected"]),
+    ("find the commit in /opt/app that added DEBUG=True to settings.py and write its hash to "
+     "/tmp/culprit.txt", ["git.find_commit"]),
+    ("count the lines of poem.txt that contain the word river", ["text.count_lines"]),
 ])
 def test_operation_words_settings_and_named_results_decide_close_skills(embedder,
                                                                         request_text, path):
@@ -191,6 +196,8 @@ def test_operation_words_settings_and_named_results_decide_close_skills(embedder
     ("merge the scanned contract PDFs into one document", "editing PDF documents"),
     ("add a CNAME record for the wiki to the zone file", "managing DNS"),
     ("email the weekly summary to the ops team", "sending email"),
+    ("reset the AD password for jsmith and unlock his account",
+     "managing directory accounts and passwords"),
 ])
 def test_work_no_skill_does_is_not_covered_whatever_files_it_names(embedder, request_text,
                                                                    why):
@@ -232,6 +239,17 @@ def test_words_a_request_shares_with_one_skill_decide_what_the_embedding_cannot(
     words_only = table.scores(vector, request) - table.scores(vector, "")
     assert sorted(graph.skills)[int(words_only.argmax())] == "perms.chown_tree"
     assert [m.id for m in understand(request, graph, embedder).skills] == ["perms.chown_tree"]
+
+
+def test_a_far_worse_skill_is_not_chosen_just_to_make_the_path_chain(embedder):
+    # nothing that finds world-writable files feeds set_modes: the break is reported, and no
+    # ownership task stands in for the first action
+    understood = understand("find world-writable files under /var/www, then set them to 644",
+                            skill_graph(()), embedder)
+    assert [m.id for m in understood.skills] == ["perms.find_world_writable"]
+    assert [a.why for a in understood.uncovered] == [
+        "perms.set_modes reads file_tree, which perms.find_world_writable does not write (no "
+        "skill path does both)"]
 
 
 def test_skill_texts_are_embedded_once_then_read_from_the_cache(tmp_path, monkeypatch,

@@ -51,6 +51,7 @@ TARGET_BONUS = 0.12  # the skill writes the format the action turns its input in
 SOURCE_BONUS = 0.06  # the skill reads the format the action names as its input
 REVERSED = 0.15  # the skill goes the other way (reads the target, writes the source)
 TARGET_MISS = 0.06  # the action names what it makes, and the skill makes something else
+SUBSTITUTE = 0.3  # a skill this far below an action's best does not cover it (_best_path)
 CUE_BONUS = 0.08  # the action names the skill's own operation (see CUES)
 TOOL_BONUS = 0.05  # a tool the user named (awk, jq, git...) and the skill uses
 WORD_WEIGHT = 0.15  # weight of the shared words (SkillTexts.words) beside the embedding
@@ -140,10 +141,11 @@ _SETTING = re.compile(r"(?:from|in|on|for|using|with|inside|within|at)\s+[^,]*\Z
 _ON_WHAT_CAME_BEFORE = re.compile(r"\w+\s+(?:them|it|those|these|the results?|the rest)\s*$",
                                   re.I)
 # "I copied ...", "we have checksums for ...", "our intern uploaded ...": the state before
-_BACKSTORY = re.compile(r"^(?:i|we|they|someone|somebody|there|(?:our|my|the|this|a|an)\s+"
+_BACKSTORY = re.compile(r"^(?:(?:i'm|i am|we're|we are|they're)\s+\w+ing\b|(?:i|we|they|"
+                        r"someone|somebody|there|(?:our|my|the|this|a|an)\s+"
                         r"(?:[\w./-]+\s+){0,3}?[\w./-]+|\w+)\s+(?:am|have|has|had|\w+ed|was|"
                         r"were|is|are|got|left|put|ran|made|keep|keeps|wrote|sent|comes?|"
-                        r"may have|might have|here)\b(?!\s+to\b)", re.I)
+                        r"may have|might have|here)\b(?!\s+to\b))", re.I)
 # "Make that a task.", "Can you make that an exercise?", "exercise pls": the request's frame
 _FRAME = re.compile(rf"^(?:(?:[\w']+\s+){{0,6}}(?:that|this|it|around that|around this)\s+"
                     rf"(?:[\w']+\s+){{0,3}}(?:as\s+|into\s+)?(?:an?\s+)?(?:\w+\s+)?{_TASK}|"
@@ -155,7 +157,7 @@ _SAYS_MORE = re.compile(r"^(?:(?:they|it|this|that|these|those|the\s+\w+)\s+(?:s
                         r"can't|cannot|may not)\b|(?:e\.g|i\.e|for example|such as|like)\b|"
                         r"['\"][^'\"]+['\"]\s*(?:->|=>|→)|(?:report|output|print|show|list|write|"
                         r"save|store|display|return|put|emit|give)\w*\s+(?:out\s+)?(?:them|it|"
-                        r"that|this|those|these|the\s+(?:result|output|list|matches|names|"
+                        r"that|this|those|these|(?:its|their)\s+\w+|the\s+(?:result|output|list|matches|names|"
                         r"values)s?)\b(?!\s+of\b)|(?:no|not|never|don't|do not|without)\b|"
                         r"(?:the\s+)?expected output\b|"
                         r"(?:\w+\s+){0,3}(?:looks? like|should look like)\b)", re.I)
@@ -214,6 +216,9 @@ CUES: tuple[tuple[re.Pattern, tuple[str, ...]], ...] = (
     (re.compile(r"\blist(?:s|ing)?\s+(?:the|all|every|what)\b|\bwhat(?:'s| is) (?:in|inside)\b|"
                 r"\bcontents\b", re.I),
      ("archive.list_members",)),
+    # the commit that made a change
+    (re.compile(r"\bcommit\s+(?:\S+\s+){0,5}?(?:that|which)\s+(?:first\s+)?(?:added|introduced|"
+                r"removed|deleted|changed|broke)\b|\bwhich commit\b", re.I), ("git.find_commit",)),
     # totals per group
     (re.compile(r"\b(?:add(?:s|ing)? up|sum(?:s|med|ming)?|total(?:led|ling)?)\b.*\b(?:per|for "
                 r"(?:each|every)|by|grouped)\b", re.I), ("csv.group_sum", "sqlite.group_by")),
@@ -234,8 +239,9 @@ CUES: tuple[tuple[re.Pattern, tuple[str, ...]], ...] = (
     # a window of time: "09:00-11:00", "between 2 and 3 am"
     (re.compile(r"\b\d{1,2}:\d\d\s*(?:-|–|to|and|until)\s*\d{1,2}:\d\d\b|\bbetween\s+\d{1,2}\s*"
                 r"(?:am|pm)?\s+and\s+\d", re.I), ("logs.time_window",)),
-    # lines that match, kept
-    (re.compile(r"\b(?:containing|mentioning|that (?:contain|mention|match)|matching|whose\s+"
+    # lines that match, kept (counting them is another skill)
+    (re.compile(r"^(?!.*\b(?:count|how many|number of)\b).*\b(?:containing|mentioning|that "
+                r"(?:contain|mention|match)|matching|whose\s+"
                 r"(?:\w+\s+){1,3}(?:is|equals|=|matches)|equals?|rows?\s+(?:with|where|whose)|"
                 r"where\s+\w+\s+(?:is|equals|matches)|where\s+\w+\s*(?:=|==|>|<))", re.I),
      ("text.filter_lines", "csv.filter_rows", "json.filter_records")),
@@ -278,6 +284,10 @@ OUT_OF_SCOPE: tuple[tuple[re.Pattern, str], ...] = (
     (re.compile(r"\b(?:pre-commit|post-commit|pre-push|pre-receive|git)\s+hooks?\b", re.I),
      "writing git hooks"),
     (re.compile(r"\b(?:sudoers|visudo|sudo rules?)\b", re.I), "granting sudo rights"),
+    (re.compile(r"\b(?:active directory|ldap|kerberos|(?-i:AD)\s+(?:accounts?|users?|"
+                r"passwords?))\b|\breset\w*\s+(?:the\s+|a\s+)?(?:\w+\s+)?passwords?\b|"
+                r"\bunlock\w*\s+(?:\w+\s+)?accounts?\b", re.I),
+     "managing directory accounts and passwords"),
     (re.compile(r"\b(?:cprofile|profil(?:e|es|ing)\s+\S+\.py|flame ?graphs?)\b", re.I),
      "profiling code"),
     (re.compile(r"\b(?:lvm|logical volumes?|resize2fs|mkfs|fdisk|partition\w*|disk quotas?|"
@@ -629,11 +639,14 @@ def _best_path(graph: SkillGraph,
                candidates: list[list[tuple[str, float]]]) -> list[tuple[str, float]]:
     """One skill per action, the highest total score whose consecutive skills chain.
 
-    When no choice chains, the best of each: the caller reports the break.
+    A skill far below the action's best (`SUBSTITUTE`) is not chosen just to make a path
+    chain: when no choice chains, the best of each, and the caller reports the break.
     """
-    best, best_total = [c[0] for c in candidates], None
+    tops = [c[0] for c in candidates]
+    best, best_total = tops, None
     for combo in itertools.product(*candidates):
-        if not chained(graph, [name for name, _ in combo]):
+        if not chained(graph, [name for name, _ in combo]) or any(
+                score < top - SUBSTITUTE for (_, score), (_, top) in zip(combo, tops, strict=True)):
             continue
         total = sum(score for _, score in combo)
         if best_total is None or total > best_total + 1e-9:
