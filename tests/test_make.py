@@ -96,7 +96,8 @@ def test_unrelated_request_gets_the_nearest_skills_not_a_task(embedder):
     ("our intern uploaded scans; make a task where the agent renames them to lowercase",
      ["our intern uploaded scans; renames them to lowercase"]),
     ("I'm teaching a Linux class. Count the lines of poem.txt that contain river. Make that "
-     "an exercise.", ["I'm teaching a Linux class; Count the lines of poem.txt that contain river"]),
+     "an exercise.",
+     ["I'm teaching a Linux class; Count the lines of poem.txt that contain river"]),
 ])
 def test_a_request_becomes_its_actions_in_the_order_they_happen(request_text, clauses):
     assert actions(request_text) == clauses

@@ -118,6 +118,9 @@ _AFTER = re.compile(r"\s*,?\s*\b(after|once|before)\s+", re.I)
 _FIRST = re.compile(r"\s*,?\s*but\s+first\s+", re.I)
 _TASK = (r"(?:task|exercise|environment|scenario|challenge|job|drill|lab|problem|puzzle|"
          r"assignment)s?\b")
+# who is asked to do the task
+_ROLE = (r"(?:agent|user|someone|model|person|candidate|trainee|learner|solver|player|participant|"
+         r"student|engineer|admin|operator)")
 _PREAMBLE = re.compile(
     r"^\s*(?:(?:please|hey|ok|so)[,!]?\s+)?"
     r"(?:(?:can|could|would|will)\s+you\s+|i\s+(?:need|want|would like)\s+|let'?s\s+)?"
@@ -125,14 +128,13 @@ _PREAMBLE = re.compile(
     rf"(?:(?:an?|one|some)\s+(?:\w+\s+)?{_TASK}\s*(?:where|in which|that|for|to|:|-|,)?|"
     rf"{_TASK}\s*[:,-])"
     r"\s*)?"
-    r"(?:(?:(?:the|an?|our|my)\s+)?(?:agent|user|someone|model|person|candidate|trainee|learner|"
-    r"solver|player|participant|student|engineer|admin|operator)|someone|they|you)?\s*"
+    rf"(?:(?:(?:the|an?|our|my)\s+)?{_ROLE}|they|you)?\s*"
     r"(?:must|has to|have to|should|needs? to|will|is asked to|gets? to|can)?\s*[:,-]?\s*",
     re.I)
 _TASK_WORDS = re.compile(rf"\b{_TASK}", re.I)
 # "agent should print ...": the one asked, mid-request
-_ASKED = re.compile(r"\b(?:agent|user|learner|solver|player|participant|student|trainee|candidate|"
-                    r"someone)\s+(?:must|has to|should|needs? to|is asked to)\s*[:,-]?\s*$", re.I)
+_ASKED = re.compile(rf"\b{_ROLE}\s+(?:must|has to|should|needs? to|is asked to)\s*[:,-]?\s*$",
+                    re.I)
 # "..., keeping the subfolders": how the action before is done
 _MANNER = re.compile(r"(?:keeping|leaving|preserving|retaining|excluding|skipping|ignoring|"
                      r"without|but not|except)\b", re.I)
@@ -404,6 +406,9 @@ def _after_task_words(piece: str) -> str:
     return piece
 
 
+_CONTEXT = "; "  # joins what was done before to the action it explains (see parse_intent)
+
+
 def _joined(clauses: list[str]) -> list[str]:
     """Clauses that add no work, joined to the action they are about.
 
@@ -418,14 +423,14 @@ def _joined(clauses: list[str]) -> list[str]:
         if _FRAME.match(clause) and len(clauses) > 1:
             continue
         if _BACKSTORY.match(clause) and not joined and not _verb(first):
-            context = f"{context}{clause}; "
+            context = f"{context}{clause}{_CONTEXT}"
         elif joined and (_SAYS_MORE.match(clause) or
                          (_MODAL.match(clause) and not _verb(first))):
             joined[-1] = f"{joined[-1]}, {clause}"
         else:
             joined.append(context + clause)
             context = ""
-    return joined + ([context.rstrip("; ")] if context else [])
+    return joined + ([context.removesuffix(_CONTEXT)] if context else [])
 
 
 def _reorder(piece: str) -> list[str]:
@@ -553,7 +558,7 @@ def parse_intent(text: str, graph: SkillGraph, embedder: Embedder, *,
     table = SkillTexts.of(graph, skills, embedder)
     # what was done before ("I copied X; tell me what differs") may help an action or drown
     # it: the action matches a skill as well as either reading allows
-    focus = [clause.rpartition("; ")[2] for clause in clauses]
+    focus = [clause.rpartition(_CONTEXT)[2] for clause in clauses]
     vectors = embedder.embed([text, *clauses, *focus])
     whole = table.scores(vectors[0], text)
     nearest = tuple((skills[i], round(float(whole[i]), 3))
@@ -702,15 +707,16 @@ class SkillTexts:
         """The texts of `skills` (in that order) and their vectors under `embedder`."""
         import numpy as np
 
-        texts, owners, words = [], [], []
+        texts, owners, per_skill = [], [], []
         for index, skill_id in enumerate(skills):
             skill = graph.skills[skill_id]
             mine = (f"{skill.name}: {skill.description}", skill.name, *skill.phrases)
             texts += mine
             owners += [index] * len(mine)
-            words.append(set().union(*map(stems, mine)))
+            per_skill.append(mine)
         key = (getattr(embedder, "name", type(embedder).__name__), tuple(texts))
         if key not in cls._cache:
+            words = [set().union(*map(stems, mine)) for mine in per_skill]
             cls._cache[key] = cls(np.asarray(owners), embed_cached(embedder, texts), words)
         return cls._cache[key]
 
