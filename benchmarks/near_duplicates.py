@@ -21,37 +21,21 @@ import os
 import tempfile
 import time
 import tracemalloc
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
+from unvalidated import drafts
 
-from taskloom.config import DiversityConfig, load_run_config
+from taskloom.config import DiversityConfig
 from taskloom.embedding import (
     DEFAULT_MODEL,
     TEXT_VERSION,
     SentenceTransformerEmbedder,
     embedding_text,
 )
-from taskloom.errors import NoDraft
-from taskloom.generators.backends import backend_for
 from taskloom.pipeline import stages
 from taskloom.pipeline.corpus_filter import CorpusFilter
 from taskloom.pipeline.store import RunStore
-
-
-def generate(indices: list[int]) -> list[tuple[int, str, str, str]]:
-    """(item, task name, fingerprint, embedded text) of each item that generates."""
-    backend = backend_for(load_run_config(None, ["seed=0", "diversity.steering=false"]))
-    made = []
-    for index in indices:
-        try:
-            draft = backend.generator.generate(backend.planner.plan(index))
-        except NoDraft:
-            continue
-        made.append((index, draft.task.name, stages.draft_fingerprint(draft),
-                     embedding_text(draft.task)))
-    return made
 
 
 def corpus(tasks: int, cache: Path | None) -> tuple[list, np.ndarray, float, float]:
@@ -67,9 +51,9 @@ def corpus(tasks: int, cache: Path | None) -> tuple[list, np.ndarray, float, flo
             return rows, data["vectors"][:len(rows)], float(data["generate_s"]), \
                 float(data["embed_s"])
     started = time.perf_counter()
-    chunks = [list(range(i, tasks, 2)) for i in range(2)]
-    with ProcessPoolExecutor(max_workers=2) as pool:
-        rows = sorted(row for part in pool.map(generate, chunks) for row in part)
+    made, _ = drafts(tasks, 0)
+    rows = [(index, draft.task.name, stages.draft_fingerprint(draft),
+             embedding_text(draft.task)) for index, draft in made]
     generate_s = time.perf_counter() - started
     embedder = SentenceTransformerEmbedder(DEFAULT_MODEL, threads=os.cpu_count() or 1,
                                            batch_size=64)

@@ -128,14 +128,23 @@ OPENAI_URL = "https://api.openai.com/v1"
 MOCK_MODEL = "mock"  # the offline model of generators/llm/mock.py: no server, no key
 
 
+def embed_extra_installed() -> bool:
+    """True when sentence-transformers (the embed extra) can be imported."""
+    import importlib.util
+
+    return importlib.util.find_spec("sentence_transformers") is not None
+
+
 class DiversityConfig(Frozen):
     """The corpus filter (near-duplicates, decontamination) and coverage steering.
 
     Embeddings (the filter and `reference`) need the `embed` extra; steering needs nothing.
     """
 
-    enabled: bool = Field(default=False, description="Drop tasks whose embedding is within "
-                          "`threshold` of an earlier kept task (needs the embed extra).")
+    enabled: bool = Field(default_factory=embed_extra_installed,
+                          description="Drop tasks whose embedding is within `threshold` of "
+                          "an earlier kept task (default: on where the embed extra is "
+                          "installed, so a stored run config says what was decided).")
     model: str = Field(default="sentence-transformers/all-MiniLM-L6-v2",
                        description="sentence-transformers model name or folder path; the "
                        "default ships with the embed extra and works offline.")

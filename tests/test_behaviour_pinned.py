@@ -66,8 +66,12 @@ TASKLOOM = [sys.executable, "-m", "taskloom.cli"]
 # process left running swapped them between the upload and test.sh's sweep).
 # Then (issue 19, two runs, same values) the export rows gain the `calibration` column (null:
 # the main job does not calibrate) and the row schema is 2; the tasks are unchanged.
-TASKS_DIGEST = "9922585144dee7ef602d1e287f9fe8bc6813b62d722acd7715ee0a8581e1df63"
-HF_EXPORT_DIGEST = "6497fa6f918a82b9094cfd9fbedd7042c1a3a6884b4c224d7eb745aa789385a4"
+# Then (issue 21, two runs, same values) the graph gains the code, debugging and security
+# skills and their scenarios, so the sampler plans other paths from seed 0; every opening
+# draws a persona and circumstances; a world that stages files in /tmp leaves it 1777; the
+# near-duplicate filter is on by default (the embed extra is installed).
+TASKS_DIGEST = "55d72efaad8e0e3c0b455891f16e8b0f33eb2ffdf5af259fcd6bc266b6dd52a6"
+HF_EXPORT_DIGEST = "1e906b0a467ff25de76fd6ae842e7a3ed4a6250c9dfa924b9cb43b6427b79a5c"
 
 
 def test_main_job_dataset_and_hf_export_are_unchanged(tmp_path):

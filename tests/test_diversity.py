@@ -180,7 +180,9 @@ def test_corpus_filter_decides_in_order_and_reuses_stored_embeddings(tmp_path, d
 
 def test_exact_duplicates_are_dropped_without_embeddings(tmp_path, drafts):
     with RunStore(tmp_path / "run.duckdb") as store:
-        corpus_filter = CorpusFilter(DiversityConfig(), store)  # no embedder needed
+        # The near-duplicate filter off (its default is on wherever the embed extra is):
+        # fingerprints need no embedder.
+        corpus_filter = CorpusFilter(DiversityConfig(enabled=False), store)
         assert corpus_filter.admit(0, drafts[0]) is None
         assert corpus_filter.admit(1, drafts[1]) is None
         verdict = corpus_filter.admit(2, drafts[0])
@@ -276,3 +278,18 @@ def test_diversity_config_errors_name_the_key():
         load_run_config(None, ["diversity.steering_lag=0"])
     config = load_run_config(None, ["diversity.reference=['/data/bench']"])
     assert config.diversity.reference == ("/data/bench",) and config.diversity.embeds
+
+
+def test_the_filter_is_on_by_default_exactly_where_the_embed_extra_is_installed(monkeypatch):
+    import importlib.util
+
+    from taskloom.config import load_run_config
+
+    assert DiversityConfig().enabled == (importlib.util.find_spec("sentence_transformers")
+                                         is not None)
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
+    assert DiversityConfig().enabled is False
+    config = load_run_config(None)  # what a run stores: the decision, not "auto"
+    assert config.model_dump()["diversity"]["enabled"] is False
+    assert load_run_config(None, stored=config.model_dump(mode="json")).diversity.enabled \
+        is False

@@ -79,3 +79,26 @@ def test_a_task_survives_a_git_round_trip(tmp_path):
                            "--runtime", "docker", "--checks", "structure,build,nop,oracle"],
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.docker
+def test_tmp_stays_sticky_and_world_writable_when_the_world_stages_files_there(
+        tmp_path, docker_client_ready):
+    """COPY of the build context's tmp/ folder made /tmp 0755: a job run as its own user
+    could not mktemp there (found by a blind solver of a debugging task)."""
+    from taskloom.config import RunConfig
+    from taskloom.generators.backends import backend_for
+    from taskloom.generators.procedural.backend import blueprint_for
+    from taskloom.harbor import write_task_folder
+
+    generator = backend_for(RunConfig(seed=0)).generator
+    draft = generator.generate(blueprint_for(generator.graph, ("git.author_stats",), seed=0))
+    assert any(f.path.startswith("files/tmp/") for f in draft.task.environment)
+    folder = write_task_folder(draft.task, tmp_path / "task")
+    image, _ = docker_client_ready.images.build(path=str(folder / "environment"), rm=True)
+    try:
+        mode = docker_client_ready.containers.run(image.id, ["stat", "-c", "%a", "/tmp"],
+                                                  remove=True)
+        assert mode.decode().strip() == "1777"
+    finally:
+        docker_client_ready.images.remove(image.id, force=True)

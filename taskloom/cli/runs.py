@@ -72,8 +72,9 @@ def generate(
                          ] = None,
     dedup: Annotated[bool | None, typer.Option(
         "--dedup/--no-dedup", help="Drop near-duplicates of earlier kept tasks by embedding "
-                                   "similarity (needs the embed extra; threshold: --set "
-                                   "diversity.threshold=0.97).", show_default=False)
+                                   "similarity (threshold: --set diversity.threshold=0.97). "
+                                   "Default: on where the embed extra is installed.",
+        show_default=False)
                      ] = None,
 ) -> None:
     """Generate verified tasks: plan → generate → validate ⇄ refine → filter → export.

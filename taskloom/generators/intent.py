@@ -298,7 +298,8 @@ OUT_OF_SCOPE: tuple[tuple[re.Pattern, str], ...] = (
     (re.compile(r"\b(?:process(?:es)?\s+(?:is\s+)?(?:holding|listening|using|bound)|holding\s+"
                 r"port|kill\w*\s+(?:the\s+)?process|systemctl|systemd units?)\b", re.I),
      "managing processes and services"),
-    (re.compile(r"\b(?:plot\w*|histograms?|charts?|gnuplot|matplotlib|graphs? of)\b", re.I),
+    (re.compile(r"\b(?:plot\w*|(?:draw|render)\w* (?:an? |the )?histograms?|histograms? "
+                r"(?:image|plot|png|svg)|charts?|gnuplot|matplotlib|graphs? of)\b", re.I),
      "plotting charts"),
     (re.compile(r"\bunit[- ]tests?\b|\bpytest\b|\btest suites?\b|\bwrite\s+(?:\w+\s+)?tests\b",
                 re.I), "writing software tests"),

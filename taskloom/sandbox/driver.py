@@ -43,6 +43,10 @@ SKIP_ROOTS = frozenset({"/proc", "/sys", "/dev", "/.taskloom"})
 USR_WATCH = ("/usr", "/usr/bin", "/usr/sbin", "/usr/lib", "/usr/lib/x86_64-linux-gnu",
              "/usr/lib/python3/dist-packages", "/usr/share", "/usr/include", "/usr/libexec",
              "/usr/lib/aarch64-linux-gnu")
+# The programs a verifier runs without checking them (test.sh trusts find and bash, and
+# names the rest by full paths here): a phase that rewrites one in place changes no
+# directory, so their change times are compared too, and such a phase is dirty.
+TRUSTED_PROGRAMS = ("/usr/bin", "/usr/sbin")
 # Package databases: ~1,100 entries (of ~1,450 a reset would otherwise stat) that change
 # only when packages are installed, which changes /usr too. Not walked unless setup wrote
 # into them; like /usr, a phase that adds, removes or renames an entry there is dirty.
@@ -350,6 +354,7 @@ class Snapshot:
         self.saved = {}
         self.complete = True
         self.usr_stamps = dir_stamps(USR_WATCH)
+        self.programs = file_stamps(TRUSTED_PROGRAMS)
         # A package tree setup wrote into (a COPY, an install) is walked like the rest.
         self.unwalked = {root: stamps for root, stamps in
                          ((root, tree_stamps(root)) for root in PACKAGE_TREES)
@@ -389,6 +394,8 @@ class Snapshot:
         Keeper.renew()
         if dir_stamps(USR_WATCH) != self.usr_stamps:
             return "a system directory under /usr changed"
+        if file_stamps(TRUSTED_PROGRAMS) != self.programs:
+            return "a program in /usr/bin or /usr/sbin was rewritten"
         for root, stamps in self.unwalked.items():
             # An added, removed or renamed entry changes its directory's mtime.
             if dir_stamps(directory for directory, _ in stamps) != stamps:
@@ -508,6 +515,27 @@ def tree_stamps(root):
             continue
         directories.append(directory)
     return dir_stamps(sorted(directories))
+
+
+def file_stamps(directories):
+    """{path: (ctime, inode)} of the entries directly in these directories.
+
+    A write in place, a chmod or a chown changes the ctime; the directories' own stamps
+    see entries added, removed or renamed.
+    """
+    stamps = {}
+    for directory in directories:
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            stamps[entry.path] = (info.st_ctime_ns, info.st_ino)
+    return stamps
 
 
 def dir_stamps(directories):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from taskloom.generators.procedural.programs import Program
 from taskloom.generators.procedural.world import lines_text
 
 
@@ -206,6 +207,23 @@ class Script(TextFile):
     """An executable shell script."""
 
     kind: ClassVar[str] = "script"
+
+
+@dataclass(frozen=True, eq=False)
+class ProgramFile(Artifact):
+    """A working program of the catalogue, installed at `path` (executable)."""
+
+    program: Program | None = None
+    kind: ClassVar[str] = "python_program"
+
+
+@dataclass(frozen=True, eq=False)
+class ToolScript(Script):
+    """A script written by the agent to a contract; its text is unknown in advance."""
+
+    sample: tuple[str, ...] = ()  # arguments of a typical run, on the example input
+    sample_output: str = ""  # what that run prints
+    sample_text: str = ""  # the example input's content
 
 
 @dataclass(frozen=True, eq=False)

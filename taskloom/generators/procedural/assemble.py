@@ -19,6 +19,7 @@ import re
 
 from taskloom.errors import NoDraft
 from taskloom.generators.procedural.artifacts import Artifact
+from taskloom.generators.procedural.briefing import opening
 from taskloom.generators.procedural.checks import Assertion, render_tests
 from taskloom.generators.procedural.domains import domain as get_domain
 from taskloom.generators.procedural.primitives import PRIMITIVES, SOURCES
@@ -182,7 +183,7 @@ def _instruction(blueprint: Blueprint, graph: SkillGraph, results: list[StepResu
     """instruction.md: the steps whose sentence is `shown`, and everyone's notes."""
     scenario = graph.scenarios[blueprint.scenario]
     level = blueprint.difficulty.specification
-    parts = [f"You are {domain.role} at {domain.org}. {scenario.description}"]
+    parts = [opening(rng_for(blueprint.seed, "opening"), domain, scenario.description)]
     if named:
         letters = " and ".join(", ".join(n for n, _ in named).rsplit(", ", 1))
         what = ("names a result", "it need") if len(named) == 1 else ("name results", "they need")

@@ -318,6 +318,38 @@ class CommandText(Assertion):
 
 
 @dataclass(frozen=True)
+class ToolRuns(Assertion):
+    """Running a program with arguments gives these outputs and exit codes."""
+
+    program: str = ""
+    cases: tuple[tuple[tuple[str, ...], str | None, int], ...] = ()  # (args, stdout, code)
+    fixtures: tuple[tuple[str, str], ...] = ()  # (path, text) written before the runs
+    compare: str = "lines"
+
+    def body(self) -> list[str]:
+        """Write the fixtures, then run every case and compare output and status."""
+        lines = []
+        for path, text in self.fixtures:
+            lines += [f"Path({path!r}).unlink(missing_ok=True)",  # not through a link
+                      f"Path({path!r}).write_text({text!r}, encoding='utf-8')"]
+        # A command installed by name is found on the PATH the agent had (the verifier's
+        # own PATH leaves /usr/local out: shadows of its tools could live there).
+        path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+        lines += [
+            f"for args, expected, code in {[list(c) for c in self.cases]!r}:",
+            f"    done = _untrusted({self.program!r}, args, {path!r})",
+            "    assert done.returncode == code, (args, done.returncode, done.stderr)",
+            "    if expected is not None:",
+            f"        _same(done.stdout, expected, {self.compare!r})"]
+        return lines
+
+    def reads(self) -> tuple[str, ...]:
+        """The program (a name is looked up where the instruction installs it)."""
+        return (self.program,) if self.program.startswith("/") else (
+            f"/usr/local/bin/{self.program}",)
+
+
+@dataclass(frozen=True)
 class PathState(Assertion):
     """A path exists as a file/dir, or does not exist."""
 

@@ -138,4 +138,8 @@ class World:
         for path, spec in sorted(self.files.items()):
             if spec.mtime is not None:
                 lines.append(f"touch -h -d @{spec.mtime} {q(path)}")
+        if any(path.startswith("/tmp/") for path in self.files):
+            # COPY of the context's tmp/ folder made /tmp 0755: the image's is 1777, and a
+            # job run as another user (or the agent's mktemp) needs it so.
+            lines.append("chmod 1777 /tmp")
         return "\n".join(lines)

@@ -2,18 +2,20 @@
 
 Importing this package registers every primitive in `PRIMITIVES` (skill id -> function)
 and every source in `SOURCES` (artifact type -> function). `base` is the contract every
-primitive follows; `_tables` and `_trees` are not families but what several families
-share (columns and conditions for CSV, JSON and SQLite; file-tree tests and checks for
-files, archives and integrity). A family imports shared helpers from those, never from
-another family.
+primitive follows; `_tables`, `_trees` and `_history` are not families but what several
+families share (columns and conditions for CSV, JSON and SQLite; file-tree tests and checks
+for files, archives and integrity; git's hash model for git and security). A family
+imports shared helpers from those, never from another family.
 """
 
 from taskloom.generators.procedural import sources  # noqa: F401 - registers the sources
 from taskloom.generators.procedural.primitives import (  # noqa: F401 - each registers its skills
     archives,
+    code,
     config_files,
     cron,
     csvdata,
+    debugging,
     files,
     git,
     integrity,
@@ -21,6 +23,7 @@ from taskloom.generators.procedural.primitives import (  # noqa: F401 - each reg
     logs,
     perms,
     scripting,
+    security,
     sqlite,
     text,
 )

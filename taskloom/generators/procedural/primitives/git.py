@@ -7,9 +7,10 @@ their date from the clock when the agent runs git: they are `NewCommit`s, whose 
 unknown, so no expected value ever depends on it. Every primitive names the branch it
 works on, because a previous step may have left HEAD on another one.
 
-One module, though long, because it is one family: the hash model and the two git
-assertions serve only these six primitives, and all of them follow the one rule above
-(which hashes are known in advance).
+One module, though long, because it is one family: the two git assertions serve only
+these six primitives, and all of them follow the one rule above (which hashes are known in
+advance). The hash model itself (`_history`) is shared with the security family, which
+rewrites history.
 
 The stated rules (`Rule`) are the ones a careless git command breaks: a case-insensitive
 search, the newest for the oldest, the order of a list, ties of a ranking, the path a
@@ -31,6 +32,11 @@ from taskloom.generators.procedural.checks import (
     CommandText,
     FileText,
 )
+from taskloom.generators.procedural.primitives._history import (
+    NewCommit,
+    commit_hashes,
+    tree_at,
+)
 from taskloom.generators.procedural.primitives.base import (
     Rule,
     StepContext,
@@ -45,11 +51,6 @@ from taskloom.generators.procedural.world import EPOCH_NOW, lines_text, q
 ISSUE = re.compile(r"\(#(\d+)\)")
 IDENTITIES = (("Release Bot", "release-bot"), ("Build Keeper", "build-keeper"),
               ("Merge Steward", "merge-steward"))
-
-
-@dataclass(frozen=True)
-class NewCommit(Commit):
-    """A commit the task makes: its date, and so its hash, is only known at run time."""
 
 
 @dataclass(frozen=True)
@@ -117,66 +118,6 @@ def _git(repo: GitRepo) -> str:
 
 def _subject(commit: Commit) -> str:
     return commit.message.split("\n", 1)[0]
-
-
-def tree_at(commits: tuple[Commit, ...] | list[Commit]) -> dict[str, str]:
-    """Path -> content after applying the commits in order (content "" deletes)."""
-    state: dict[str, str] = {}
-    for commit in commits:
-        for path, content in commit.files:
-            if content:
-                state[path] = content
-            else:
-                state.pop(path, None)
-    return state
-
-
-def _tree_id(files: dict[str, str]) -> str:
-    """The git tree id of regular files (mode 100644) at these paths."""
-    root: dict = {}
-    for path, content in files.items():
-        node = root
-        *folders, name = path.split("/")
-        for folder in folders:
-            node = node.setdefault(folder, {})
-        node[name] = content
-
-    def write(node: dict) -> bytes:
-        entries = []
-        for name, value in node.items():
-            raw = name.encode()
-            if isinstance(value, dict):
-                entries.append((raw + b"/", b"40000 " + raw + b"\0" + write(value)))
-            else:
-                data = value.encode()
-                blob = hashlib.sha1(b"blob %d\0" % len(data) + data).digest()
-                entries.append((raw, b"100644 " + raw + b"\0" + blob))
-        body = b"".join(entry for _, entry in sorted(entries))
-        return hashlib.sha1(b"tree %d\0" % len(body) + body).digest()
-
-    return write(root).hex()
-
-
-def commit_hashes(repo: GitRepo) -> list[str | None]:
-    """The hash of every commit of the branch, oldest first.
-
-    None from the first commit the task makes on: its date is not known in advance.
-    """
-    hashes: list[str | None] = []
-    parent: str | None = None
-    for index, commit in enumerate(repo.commits):
-        if isinstance(commit, NewCommit) or (index and parent is None):
-            hashes.append(None)
-            parent = None
-            continue
-        person = f"{commit.author} <{commit.email}> {commit.date} +0000"
-        header = f"tree {_tree_id(tree_at(repo.commits[:index + 1]))}\n"
-        if parent:
-            header += f"parent {parent}\n"
-        body = f"{header}author {person}\ncommitter {person}\n\n{commit.message}\n".encode()
-        parent = hashlib.sha1(b"commit %d\0" % len(body) + body).hexdigest()
-        hashes.append(parent)
-    return hashes
 
 
 def _identity(ctx: StepContext) -> tuple[str, str]:

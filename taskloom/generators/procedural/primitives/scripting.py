@@ -15,8 +15,14 @@ from collections import Counter
 from dataclasses import dataclass, replace
 
 from taskloom.errors import NotApplicable
-from taskloom.generators.procedural.artifacts import FileTree, Script, TextFile, TreeFile
-from taskloom.generators.procedural.checks import Assertion, Modes
+from taskloom.generators.procedural.artifacts import (
+    FileTree,
+    Script,
+    TextFile,
+    ToolScript,
+    TreeFile,
+)
+from taskloom.generators.procedural.checks import Assertion, Modes, ToolRuns
 from taskloom.generators.procedural.primitives._trees import extension, is_hidden, sha256
 from taskloom.generators.procedural.primitives.base import (
     Rule,
@@ -34,47 +40,6 @@ FIXTURE = "/tmp/taskloom-tool-check.txt"
 # content, not on a file an earlier step should have left (the instruction may not say
 # where, or in which form, when it states only the goal).
 SAMPLE = "/tmp/taskloom-tool-sample.txt"
-
-
-@dataclass(frozen=True, eq=False)
-class ToolScript(Script):
-    """A script written by the agent to a contract; its text is unknown in advance."""
-
-    sample: tuple[str, ...] = ()  # arguments of a typical run, on the example input
-    sample_output: str = ""  # what that run prints
-    sample_text: str = ""  # the example input's content
-
-
-@dataclass(frozen=True)
-class ToolRuns(Assertion):
-    """Running a program with arguments gives these outputs and exit codes."""
-
-    program: str = ""
-    cases: tuple[tuple[tuple[str, ...], str | None, int], ...] = ()  # (args, stdout, code)
-    fixtures: tuple[tuple[str, str], ...] = ()  # (path, text) written before the runs
-    compare: str = "lines"
-
-    def body(self) -> list[str]:
-        """Write the fixtures, then run every case and compare output and status."""
-        lines = []
-        for path, text in self.fixtures:
-            lines += [f"Path({path!r}).unlink(missing_ok=True)",  # not through a link
-                      f"Path({path!r}).write_text({text!r}, encoding='utf-8')"]
-        # A command installed by name is found on the PATH the agent had (the verifier's
-        # own PATH leaves /usr/local out: shadows of its tools could live there).
-        path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-        lines += [
-            f"for args, expected, code in {[list(c) for c in self.cases]!r}:",
-            f"    done = _untrusted({self.program!r}, args, {path!r})",
-            "    assert done.returncode == code, (args, done.returncode, done.stderr)",
-            "    if expected is not None:",
-            f"        _same(done.stdout, expected, {self.compare!r})"]
-        return lines
-
-    def reads(self) -> tuple[str, ...]:
-        """The program (a name is looked up where the instruction installs it)."""
-        return (self.program,) if self.program.startswith("/") else (
-            f"/usr/local/bin/{self.program}",)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from taskloom.generators.procedural.sources import (  # noqa: F401 - each regist
     common,
     git,
     logs,
+    programs,
     tables,
     texts,
     trees,

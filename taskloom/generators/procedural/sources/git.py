@@ -5,7 +5,7 @@ from __future__ import annotations
 from taskloom.generators.procedural.artifacts import Commit, GitRepo
 from taskloom.generators.procedural.primitives.base import StepContext, source
 from taskloom.generators.procedural.sources.common import data_dir
-from taskloom.generators.procedural.world import DAY, EPOCH_NOW, q
+from taskloom.generators.procedural.world import DAY, EPOCH_NOW, World, q
 
 SURNAMES = ("Moreau", "Okafor", "Lindqvist", "Tanaka", "Novak", "Haddad", "Silva",
             "Kowalski", "Mensah", "Ferreira", "Brennan", "Ivanova")
@@ -81,17 +81,27 @@ def git_repo(ctx: StepContext) -> GitRepo:
             message = f"{noun.capitalize()}: tidy up {path.split('/')[-1]}{reference}"
         commits.append(Commit(message, author, email, moment, ((path, state[path]),)))
     staging = f"/tmp/taskloom-git/{ctx.step}"
-    script = [f"git init -q -b main {q(root)}"]
+    ctx.world.commands.extend([f"git init -q -b main {q(root)}",
+                               *committed(ctx.world, staging, root, commits),
+                               f"rm -rf {q(staging)}"])
+    return GitRepo(path=root, phrase=f"the git repository `{root}`", commits=tuple(commits))
+
+
+def committed(world: World, staging: str, root: str, commits: list[Commit]) -> list[str]:
+    """Setup lines that commit each of `commits` in the repository `root`, in order.
+
+    Each commit's files are staged in the world under `staging/INDEX/`; its author is also
+    its committer, both at its date, so every hash is the one `commit_hashes` computes.
+    """
+    lines = []
     for index, commit in enumerate(commits):
         for path, content in commit.files:
-            ctx.world.add(f"{staging}/{index}/{path}", content)
+            world.add(f"{staging}/{index}/{path}", content)
         date = f"@{commit.date} +0000"
-        script.append(
+        lines.append(
             f"cp -a {q(f'{staging}/{index}')}/. {q(root)}/ && git -C {q(root)} add -A && "
             f"GIT_AUTHOR_NAME={q(commit.author)} GIT_AUTHOR_EMAIL={q(commit.email)} "
             f"GIT_COMMITTER_NAME={q(commit.author)} GIT_COMMITTER_EMAIL={q(commit.email)} "
             f"GIT_AUTHOR_DATE={q(date)} GIT_COMMITTER_DATE={q(date)} "
             f"git -C {q(root)} commit -q -m {q(commit.message)}")
-    script.append(f"rm -rf {q(staging)}")
-    ctx.world.commands.extend(script)
-    return GitRepo(path=root, phrase=f"the git repository `{root}`", commits=tuple(commits))
+    return lines

@@ -1,0 +1,674 @@
+"""Debugging primitives: a scheduled job that fails for one injected cause, to diagnose and fix.
+
+The job is a bash script run from a user's crontab. It reads its settings from an env file
+(input, watch list, report folder) and writes, for each word of its watch list, the number
+of input lines that contain it. One `Cause` breaks it: a permission, a path that moved, an
+environment variable, an encoding, or a file that was deleted (a copy is in a backup or in
+git). The instruction says how the job is run and what it must write, never the cause
+(except as a hint at specification level 1).
+
+The checks prove the job itself is fixed: `JobRuns` runs the job as its user with cron's
+environment twice, first with a changed watch list, then also with new input content (in
+the form the input arrives in, with a non-ASCII watch word), each written as a new file
+renamed over the old path, compares the reports, then puts everything back. A report
+written by hand, a job that prints a saved copy, one that reads a stale copy or link of
+the input, or counts raw bytes, fails it. `NotWorldWritable` holds the job's files, what
+they link to and every folder above them to the stated rule; at step 1 the input's bytes
+must be as delivered.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import posixpath
+import re
+import tarfile
+from dataclasses import dataclass, field
+
+from taskloom.errors import NotApplicable
+from taskloom.generators.procedural.artifacts import Report, TextFile
+from taskloom.generators.procedural.checks import Assertion, FileDigests, FileText
+from taskloom.generators.procedural.primitives.base import (
+    Rule,
+    StepContext,
+    StepResult,
+    differs,
+    exercised,
+    primitive,
+)
+from taskloom.generators.procedural.world import DAY, EPOCH_NOW, lines_text, q
+
+TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9]{2,}")
+CRON_PATH = "/usr/bin:/bin"  # the PATH cron gives a job
+FAMILIES = ("permissions", "path", "environment", "encoding", "missing-file")
+
+
+@dataclass(frozen=True)
+class Cause:
+    """The one reason the job fails, as injected."""
+
+    family: str  # one of FAMILIES
+    name: str  # the variant: "not-executable", "env-moved", "utf16-input"...
+    hint: str  # the cause in words (shown only at specification level 1)
+
+
+@dataclass
+class Job:
+    """Where the job's parts are, and what it reads."""
+
+    name: str
+    user: str
+    home: str
+    script: str
+    env: str
+    watchlist: str
+    report_dir: str
+    output: str
+    input: str
+    words: tuple[str, ...]
+    settings: dict[str, str] = field(default_factory=dict)  # variable -> value
+
+    def env_text(self, names: dict[str, str] | None = None) -> str:
+        """The env file, the variables named as in `names` (variable -> name written)."""
+        names = names or {}
+        lines = [f"# Settings of the nightly report job {self.script}."]
+        lines += [f"{names.get(key, key)}={q(value)}" for key, value in self.settings.items()]
+        return lines_text(lines)
+
+    def script_text(self, env: str | None = None) -> str:
+        """The job's script, sourcing the env file at `env` (default: where it belongs)."""
+        report = q(posixpath.basename(self.output))
+        return lines_text([
+            "#!/bin/bash",
+            "# Nightly watch-list report: for each word of the watch list, the number of",
+            "# lines of the input that contain it (plain text, case-sensitive), written as",
+            "# `WORD COUNT` lines in the order of the watch list.",
+            "set -euo pipefail",
+            "export LC_ALL=C",
+            f". {q(env or self.env)}  # sets INPUT, WATCHLIST and REPORT_DIR",
+            '[ -r "$INPUT" ] || { echo "$0: cannot read $INPUT" >&2; exit 66; }',
+            "# The export must be UTF-8 text: refuse anything else rather than count wrong.",
+            'if ! iconv -f UTF-8 -t UTF-8 "$INPUT" > /dev/null; then',
+            '  echo "$0: $INPUT is not UTF-8 text" >&2',
+            "  exit 65",
+            "fi",
+            f'out="$REPORT_DIR"/{report}',
+            'while IFS= read -r word || [ -n "$word" ]; do',
+            '  [ -n "$word" ] || continue',
+            '  printf \'%s %s\\n\' "$word" "$(grep -cF -- "$word" "$INPUT" || true)"',
+            'done < "$WATCHLIST" > "$out"',
+        ])
+
+
+def report(words: tuple[str, ...], lines: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """What the job writes for input lines: `WORD COUNT` per watched word."""
+    return tuple(f"{word} {sum(word in line for line in lines)}" for word in words)
+
+
+@dataclass(frozen=True)
+class JobRuns(Assertion):
+    """The job, run as its user the way cron runs it, reports on a new watch list and input.
+
+    The watch list (the file its path resolves to) gets new words, and the job runs on
+    today's input; then the input gets new content and the job runs again. Each file is
+    written as a new file renamed over the path (same owner, group and mode), so a job that
+    reads another inode sees old content; the job runs with cron's environment from the
+    user's home; afterwards watch list, input and report get their bytes back.
+    """
+
+    script: str = ""
+    user: str = ""
+    input: str = ""
+    output: str = ""
+    watchlist: str = ""
+    words: bytes = b""  # the new watch list
+    today: str = ""  # the report on the new watch list and today's input
+    content: bytes = b""  # the new input, in the form the input arrives in
+    expected: str = ""  # the report on the new watch list and the new input
+    compare: str = "lines"
+
+    def body(self) -> list[str]:
+        """Swap watch list and input by rename, run the job as the user, compare, restore."""
+        return [
+            f"user, script = {self.user!r}, {self.script!r}",
+            "entry = _account(user)",
+            "uid, gid = int(entry[2]), int(entry[3])",
+            "home = entry[5] if os.path.isdir(entry[5]) else '/'",
+            "groups = os.getgrouplist(user, gid)",
+            f"source, report = Path({self.input!r}), Path({self.output!r})",
+            "assert source.is_file() and not source.is_symlink(), f'{source} is gone'",
+            f"listing = Path(os.path.realpath({self.watchlist!r}))",
+            f"assert listing.is_file(), f'the watch list {self.watchlist} is gone'",
+            "def swap(path, data, times=None):",
+            "    info = os.stat(path)",
+            "    handle, temp = tempfile.mkstemp(dir=path.parent, prefix='.taskloom-')",
+            "    try:",
+            "        with os.fdopen(handle, 'wb') as out:",
+            "            out.write(data)",
+            "        os.chown(temp, info.st_uid, info.st_gid)",
+            "        os.chmod(temp, stat.S_IMODE(info.st_mode))",
+            "        if times:",
+            "            os.utime(temp, ns=times)",
+            "        os.replace(temp, path)",
+            "    finally:",
+            "        if os.path.lexists(temp):",
+            "            os.unlink(temp)",
+            "def stamp(path):",
+            "    info = os.stat(path)",
+            "    return path.read_bytes(), (info.st_atime_ns, info.st_mtime_ns)",
+            "kept, listed = stamp(source), stamp(listing)",
+            "before = report.read_bytes() if report.is_file() else None",
+            "env = {'PATH': " + repr(CRON_PATH) + ", 'HOME': home, 'LOGNAME': user, "
+            "'USER': user, 'SHELL': '/bin/sh'}",
+            "actual, swapped = [], []",
+            "try:",
+            f"    for path, data in ((listing, {self.words!r}), (source, {self.content!r})):",
+            "        swap(path, data)",
+            "        swapped.append(path)",
+            "        done = subprocess.run([script], capture_output=True, timeout=30, env=env, "
+            "cwd=home, user=uid, group=gid, extra_groups=groups, "
+            "preexec_fn=_no_new_privileges, start_new_session=True)",
+            "        stderr = done.stderr.decode('utf-8', 'replace')[-1500:]",
+            "        assert done.returncode == 0, "
+            "f'the job exits with {done.returncode}: {stderr}'",
+            "        assert report.is_file(), f'the job wrote no {report}'",
+            "        actual.append(report.read_bytes().decode('utf-8', 'replace'))",
+            "finally:",
+            "    for path, (data, times) in ((listing, listed), (source, kept)):",
+            "        if path in swapped:",
+            "            swap(path, data, times)",
+            "    if before is not None and report.is_file() and not report.is_symlink():",
+            "        with open(report, 'r+b') as handle:",
+            "            handle.write(before)",
+            "            handle.truncate()",
+            f"_same(actual[0], {self.today!r}, {self.compare!r})",
+            f"_same(actual[1], {self.expected!r}, {self.compare!r})",
+        ]
+
+    def reads(self) -> tuple[str, ...]:
+        """The script, its input, its watch list and its report (the instruction names them)."""
+        return (self.script, self.input, self.watchlist, self.output)
+
+    @property
+    def portable(self) -> bool:
+        """It runs the job with the system's accounts and files: no separate verifier."""
+        return False
+
+
+@dataclass(frozen=True)
+class NotWorldWritable(Assertion):
+    """None of these paths, nor any folder above them, is world-writable.
+
+    Each path that exists is resolved (symlinks followed): the path itself, the file it
+    resolves to, and every folder above either must lack the other-write bit, except a
+    folder with the sticky bit (like /tmp).
+    """
+
+    paths: tuple[str, ...] = ()
+
+    def body(self) -> list[str]:
+        """Walk each existing path's real path and folders up to /."""
+        return [f"for path in {list(self.paths)!r}:",
+                "    if not os.path.lexists(path):",
+                "        continue",
+                "    seen = [os.path.realpath(path)]",
+                "    for start in (os.path.dirname(path), seen[0]):",
+                "        folder = os.path.realpath(start)",
+                "        while True:",
+                "            seen.append(folder)",
+                "            if folder == os.path.dirname(folder):",
+                "                break",
+                "            folder = os.path.dirname(folder)",
+                "    for real in seen:",
+                "        info = os.stat(real)",
+                "        if stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX:",
+                "            continue",
+                "        assert not info.st_mode & 0o002, (path, real, oct(info.st_mode))"]
+
+    def reads(self) -> tuple[str, ...]:
+        """The paths."""
+        return self.paths
+
+
+@dataclass
+class Injected:
+    """A cause, as injected into the world: its fix, another fix, and its own rules."""
+
+    cause: Cause
+    fix: str  # bash lines
+    other: str  # bash lines: the same fix by other tools
+    rules: list[Rule] = field(default_factory=list)
+    encoding: str = "utf-8"  # how the input arrives
+    tools: tuple[str, ...] = ()
+    lines: tuple[str, ...] | None = None  # the input's lines, when the cause changed them
+    words: tuple[str, ...] | None = None  # the watch list, when the cause changed it
+
+
+def _sed_line(path: str, old: str, new: str) -> str:
+    """A sed command that replaces the whole line `old` of a file by `new` (both literal)."""
+    pattern = re.sub(r"([\\/.*\[\]^$])", r"\\\1", old)
+    replacement = re.sub(r"([\\/&])", r"\\\1", new)
+    return f"sed -i {q(f's/^{pattern}$/{replacement}/')} {q(path)}"
+
+
+def _python_edit(ctx: StepContext, path: str, old: str, new: str) -> str:
+    """A python3 fragment replacing the one occurrence of `old` in a file by `new`."""
+    return ctx.python([path, old, new],
+                      "import sys\n"
+                      "path, old, new = sys.argv[1:4]\n"
+                      "text = open(path, encoding='utf-8').read()\n"
+                      "assert text.count(old) == 1, path\n"
+                      "open(path, 'w', encoding='utf-8').write(text.replace(old, new))\n")
+
+
+def _tar_gz(members: dict[str, tuple[bytes, int]], mtime: int) -> bytes:
+    """A gzipped tar of (bytes, mode) members, the same bytes for the same members."""
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.GNU_FORMAT) as archive:
+        for name, (data, mode) in sorted(members.items()):
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime, info.mode = len(data), mtime, mode
+            info.uname = info.gname = "root"
+            archive.addfile(info, io.BytesIO(data))
+    return gzip.compress(raw.getvalue(), mtime=0)
+
+
+def _permissions(ctx: StepContext, job: Job, stale: tuple[str, ...]) -> Injected:
+    user = job.user
+    variants = ["not-executable", "report-dir", "output-owned"]
+    if ctx.step == 1:
+        variants.append("input-unreadable")
+    variant = ctx.rng.choice(variants)
+    world = ctx.world
+    if variant == "not-executable":
+        world.add(job.script, job.script_text(), mode=ctx.rng.choice((0o644, 0o640, 0o600)))
+        return Injected(
+            Cause("permissions", variant, "the job's script is not executable"),
+            fix=f"chmod 755 {q(job.script)}",
+            other=ctx.python([job.script], "import os, sys\n"
+                             "os.chmod(sys.argv[1], 0o755)\n"),
+            rules=[Rule("world-writable", "that no file or directory is made world-writable",
+                        f"chmod 777 {q(job.script)}")], tools=("chmod",))
+    if variant == "report-dir":
+        world.mkdir(job.report_dir, mode=0o755)
+        return Injected(
+            Cause("permissions", variant, f"`{user}` cannot write in the report folder"),
+            fix=f"chown {q(user)}:{q(user)} {q(job.report_dir)}",
+            other=ctx.python([job.report_dir, user], "import grp, os, sys\n"
+                             "os.chown(sys.argv[1], -1, grp.getgrnam(sys.argv[2]).gr_gid)\n"
+                             "os.chmod(sys.argv[1], 0o775)\n"),
+            rules=[Rule("world-writable", "that no file or directory is made world-writable",
+                        f"chmod 777 {q(job.report_dir)}")], tools=("chown",))
+    if variant == "output-owned":
+        world.add(job.output, lines_text(stale), mode=0o644)
+        return Injected(
+            Cause("permissions", variant, "the report file left by a manual run belongs to "
+                  "root"),
+            fix=f"chown {q(user)}:{q(user)} {q(job.output)}",
+            other=ctx.python([job.output], "import os, sys\nos.remove(sys.argv[1])\n"),
+            rules=[Rule("world-writable", "that no file or directory is made world-writable",
+                        f"chmod 666 {q(job.output)}")], tools=("chown",))
+    group = f"{ctx.domain.name}-data"
+    world.add_group(group)
+    spec = world.files[job.input]
+    world.add(job.input, spec.content, mode=0o640, group=group, mtime=spec.mtime)
+    return Injected(
+        Cause("permissions", variant, f"`{user}` cannot read the input file"),
+        fix=f"usermod -a -G {q(group)} {q(user)}",
+        other=ctx.python([job.input], "import os, sys\nos.chmod(sys.argv[1], 0o644)\n"),
+        rules=[Rule("world-writable", "that no file or directory is made world-writable",
+                    f"chmod 666 {q(job.input)}")], tools=("usermod",))
+
+
+def _path(ctx: StepContext, job: Job) -> Injected:
+    variant = ctx.rng.choice(["env-moved", "watchlist-moved", "input-moved", "script-moved"])
+    dom = ctx.domain.name
+    world = ctx.world
+    if variant == "env-moved":
+        moved = f"/etc/{dom}/jobs/{posixpath.basename(job.env)}"
+        world.files.pop(job.env)
+        world.add(moved, job.env_text())
+        return Injected(
+            Cause("path", variant, "the settings file the job sources has moved"),
+            fix=f"mv {q(moved)} {q(job.env)}",
+            other=ctx.python([moved, job.env], "import os, sys\n"
+                             "os.symlink(sys.argv[1], sys.argv[2])\n"), tools=("mv",))
+    if variant == "watchlist-moved":
+        moved = f"/opt/{dom}/lists/{posixpath.basename(job.watchlist)}"
+        world.add(moved, world.files.pop(job.watchlist).content)
+        return Injected(
+            Cause("path", variant, "the watch list was moved away from the place the "
+                  "settings file names"),
+            fix=f"mv {q(moved)} {q(job.watchlist)}",
+            other=ctx.python([moved, job.watchlist], "import shutil, sys\n"
+                             "shutil.copyfile(sys.argv[1], sys.argv[2])\n"), tools=("mv",))
+    if variant == "input-moved":
+        old = f"/srv/{dom}-export/{posixpath.basename(job.input)}"
+        job.settings["INPUT"] = old
+        world.add(job.env, job.env_text())
+        return Injected(
+            Cause("path", variant, "the settings file points at the input's old location"),
+            fix=_sed_line(job.env, f"INPUT={q(old)}", f"INPUT={q(job.input)}"),
+            other=ctx.python([job.input, old], "import os, sys\n"
+                             "os.makedirs(os.path.dirname(sys.argv[2]), exist_ok=True)\n"
+                             "os.symlink(sys.argv[1], sys.argv[2])\n"),
+            rules=[Rule("read-input", f"that the job keeps reading {job.input}",
+                        f"mkdir -p {q(posixpath.dirname(old))}\n"
+                        f"cp {q(job.input)} {q(old)}\nchmod 644 {q(old)}")],
+            tools=("sed",))
+    moved = f"/opt/{dom}/archive/{posixpath.basename(job.script)}"
+    world.add(moved, world.files.pop(job.script).content, mode=0o755)
+    return Injected(
+        Cause("path", variant, "the job's script was moved away from the path cron runs"),
+        fix=f"mv {q(moved)} {q(job.script)}",
+        other=ctx.python([moved, job.script], "import shutil, sys\n"
+                         "shutil.copy2(sys.argv[1], sys.argv[2])\n"), tools=("mv",))
+
+
+MISSPELLED = {"INPUT": "INPUT_FILE", "WATCHLIST": "WATCH_LIST", "REPORT_DIR": "REPORTS_DIR"}
+
+
+def _environment(ctx: StepContext, job: Job) -> Injected:
+    variant = ctx.rng.choice(["misspelled", "unset"])
+    name = ctx.rng.choice(sorted(job.settings))
+    value = job.settings[name]
+    line = f"{name}={q(value)}"
+    if variant == "misspelled":
+        wrong = MISSPELLED[name]
+        ctx.world.add(job.env, job.env_text({name: wrong}))
+        return Injected(
+            Cause("environment", variant, f"the settings file misspells the variable {name}"),
+            fix=_sed_line(job.env, f"{wrong}={q(value)}", line),
+            other=f"printf '%s\\n' {q(line)} >> {q(job.env)}", tools=("sed",))
+    text = job.env_text().replace(line + "\n", "")
+    ctx.world.add(job.env, text)
+    source = f". {q(job.env)}  # sets INPUT, WATCHLIST and REPORT_DIR"
+    return Injected(
+        Cause("environment", variant, f"the settings file no longer sets {name}"),
+        fix=f"printf '%s\\n' {q(line)} >> {q(job.env)}",
+        other=_python_edit(ctx, job.script, source + "\n", f"{source}\n{line}\n"),
+        tools=("printf",))
+
+
+PLACES = ("Zürich", "Malmö", "São Paulo", "Besançon", "Großräschen", "Hämeenlinna",
+          "Córdoba", "Ærøskøbing")
+
+
+def _accented(ctx: StepContext, lines: tuple[str, ...],
+              words: tuple[str, ...]) -> tuple[tuple[str, ...], str]:
+    """The lines, some with an accented place name appended, and a place to watch too.
+
+    No appended name holds a watched word, so their counts stay; the watched place makes a
+    job that only stops refusing Latin-1 (and counts its bytes) wrong.
+    """
+    places = [place for place in PLACES if not any(word in place for word in words)]
+    if len(places) < 2:
+        raise NotApplicable("the place names hold watched words")
+    watched = ctx.rng.choice(places)
+    changed = [f"{line} ({ctx.rng.choice(places)})" if line.strip() and
+               ctx.rng.random() < 0.3 else line for line in lines]
+    index = next(i for i, line in enumerate(lines) if line.strip())
+    changed[index] = f"{lines[index]} ({watched})"
+    return tuple(changed), watched
+
+
+def _encoding(ctx: StepContext, job: Job, lines: tuple[str, ...]) -> Injected:
+    variants = ["crlf-env"]
+    if ctx.step == 1:
+        variants += ["utf16-input", "latin1-input"]
+    variant = ctx.rng.choice(variants)
+    if variant == "crlf-env":
+        ctx.world.add(job.env, job.env_text().replace("\n", "\r\n"))
+        return Injected(
+            Cause("encoding", variant, "the settings file has Windows (CRLF) line endings"),
+            fix=f"sed -i 's/\\r$//' {q(job.env)}",
+            other=ctx.python([job.env], "import sys\n"
+                             "data = open(sys.argv[1], 'rb').read()\n"
+                             "open(sys.argv[1], 'wb').write(data.replace(b'\\r\\n', b'\\n'))\n"),
+            tools=("sed",))
+    words = None
+    if variant == "latin1-input":
+        lines, place = _accented(ctx, lines, job.words)
+        words = (*job.words, place)
+        ctx.world.add(job.watchlist, lines_text(words))
+    encoding, label = ("utf-16", "UTF-16") if variant == "utf16-input" else \
+        ("latin-1", "ISO-8859-1")
+    spec = ctx.world.files[job.input]
+    ctx.world.add(job.input, lines_text(lines).encode(encoding), mode=spec.mode,
+                  owner=spec.owner, group=spec.group, mtime=spec.mtime)
+    source = f". {q(job.env)}  # sets INPUT, WATCHLIST and REPORT_DIR\n"
+
+    def converted(command: str) -> str:
+        return (source + 'converted=$(mktemp)\ntrap \'rm -f "$converted"\' EXIT\n'
+                + command + ' > "$converted"\nINPUT=$converted\n')
+
+    iconv = f'iconv -f {label} -t UTF-8 "$INPUT"'
+    python = (f"python3 -c 'import sys; sys.stdout.write(open(sys.argv[1], "
+              f"encoding=\"{encoding}\").read())' \"$INPUT\"")
+    return Injected(
+        Cause("encoding", variant, f"the input now arrives as {label} text"),
+        fix=f"sed -i {q('/^[.] /r /dev/stdin')} {q(job.script)} <<'TASKLOOM_FIX'\n"
+            + converted(iconv).removeprefix(source) + "TASKLOOM_FIX",
+        other=_python_edit(ctx, job.script, source, converted(python)),
+        rules=[Rule("input-as-delivered", f"that {job.input} itself is left as it is",
+                    f"iconv -f {label} -t UTF-8 {q(job.input)} > /tmp/taskloom-converted\n"
+                    f"cat /tmp/taskloom-converted > {q(job.input)}")],
+        encoding=encoding, tools=("iconv",), lines=lines, words=words)
+
+
+def _missing(ctx: StepContext, job: Job) -> Injected:
+    variant = ctx.rng.choice(["backup", "git"])
+    world = ctx.world
+    data = world.files.pop(job.watchlist).content
+    if variant == "backup":
+        stamp = "2025-11-" + f"{ctx.rng.randint(20, 28)}"
+        backup = f"/var/backups/{ctx.domain.name}/jobs-{stamp}.tar.gz"
+        members = {job.watchlist.lstrip("/"): (data, 0o644),
+                   job.script.lstrip("/"): (job.script_text().encode(), 0o755),
+                   job.env.lstrip("/"): (job.env_text().encode(), 0o644)}
+        world.add(backup, _tar_gz(members, EPOCH_NOW - 3 * DAY), mode=0o600)
+        member = job.watchlist.lstrip("/")
+        return Injected(
+            Cause("missing-file", variant, "the watch list was deleted; a backup in "
+                  "/var/backups holds it"),
+            fix=f"tar -xzf {q(backup)} -C / {q(member)}",
+            other=ctx.python([backup, member, job.watchlist], "import sys, tarfile\n"
+                             "backup, member, path = sys.argv[1:4]\n"
+                             "with tarfile.open(backup) as archive:\n"
+                             "    data = archive.extractfile(member).read()\n"
+                             "open(path, 'wb').write(data)\n"),
+            tools=("tar",))
+    repo = posixpath.dirname(job.watchlist)
+    staging = f"/tmp/taskloom-debug-git/{posixpath.basename(job.watchlist)}"
+    world.add(staging, data)
+    who = "GIT_AUTHOR_NAME=ops GIT_AUTHOR_EMAIL=ops@example.com GIT_COMMITTER_NAME=ops " \
+          "GIT_COMMITTER_EMAIL=ops@example.com GIT_AUTHOR_DATE='@1764000000 +0000' " \
+          "GIT_COMMITTER_DATE='@1764000000 +0000'"
+    world.commands.append(
+        f"cp {q(staging)} {q(job.watchlist)} && rm -rf /tmp/taskloom-debug-git && "
+        f"git init -q -b main {q(repo)} && git -C {q(repo)} add -A && "
+        f"{who} git -C {q(repo)} commit -q -m 'Nightly report job' && rm {q(job.watchlist)}")
+    name = posixpath.basename(job.watchlist)
+    return Injected(
+        Cause("missing-file", variant, f"the watch list was deleted from the git work tree "
+              f"{repo}"),
+        fix=f"git -C {q(repo)} checkout -- {q(name)}",
+        other=f"git -C {q(repo)} show HEAD:{q(name)} > {q(job.watchlist)}",
+        tools=("git",))
+
+
+def _watch_words(ctx: StepContext, lines: tuple[str, ...]) -> tuple[str, ...]:
+    """Words some lines contain and some do not."""
+    text = [line for line in lines if line.strip()]
+    counts: dict[str, int] = {}
+    for line in set(text):
+        for token in set(TOKEN.findall(line)):
+            counts[token] = counts.get(token, 0) + 1
+    candidates = sorted(t for t, n in counts.items() if n < len(set(text)))
+    if len(candidates) < 2:
+        raise NotApplicable("fewer than two words occur in only some lines")
+    return tuple(ctx.rng.sample(candidates, min(len(candidates), ctx.count((2, 3), (3, 4),
+                                                                          (4, 6)))))
+
+
+def _other_content(ctx: StepContext, lines: tuple[str, ...],
+                   words: tuple[str, ...]) -> list[str]:
+    """Other input lines (a sample, some repeated) for which the report differs."""
+    watched = [line for line in lines if any(word in line for word in words)]
+    for _ in range(20):
+        other = [line for line in lines if ctx.rng.random() < 0.7]
+        other += ctx.rng.choices(watched, k=ctx.rng.randint(2, 5))
+        ctx.rng.shuffle(other)
+        if report(words, other) != report(words, lines):
+            return other
+    raise NotApplicable("no other content changes the report")
+
+
+def _rerun(ctx: StepContext, lines: tuple[str, ...],
+           words: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The input lines and the watch list the checks run the job on.
+
+    New words, some of them in the new lines, and an accented place name that some new
+    lines end with: a job that counts bytes of another encoding miscounts it.
+    """
+    other = _other_content(ctx, lines, words)
+    full = [line for line in other if line.strip()]
+    tokens = sorted({token for line in full for token in TOKEN.findall(line)} - set(words))
+    some = [token for token in tokens if not all(token in line for line in full)]
+    fresh = tuple(ctx.rng.sample(some, min(len(some), 2)))
+    changed, place = _accented(ctx, tuple(other), (*words, *fresh))
+    kept = tuple(ctx.rng.sample(words, 1))
+    listing = [*fresh, place, *kept]
+    ctx.rng.shuffle(listing)
+    return changed, tuple(listing)
+
+
+@primitive("debug.fix_job")
+def fix_job(ctx: StepContext, source) -> StepResult:
+    """Diagnose and fix the one cause that makes a nightly job fail."""
+    return broken_job(ctx, source)[0]
+
+
+def broken_job(ctx: StepContext, source) -> tuple[StepResult, Cause]:
+    """The step, and the cause it injected (tests read which)."""
+    if not isinstance(source, TextFile) or not source.lines:
+        raise NotApplicable("needs a text file with known lines")
+    lines = source.lines
+    words = _watch_words(ctx, lines)
+    dom = ctx.domain.name
+    stem = ctx.rng.choice(("nightly-report", "watch-report", "daily-digest", "word-report"))
+    user = f"{dom}-report"
+    report_dir = f"/var/lib/{dom}/reports"
+    output = ctx.output_path(stem, "txt", directory=report_dir)
+    job = Job(name=stem, user=user, home=f"/home/{user}",
+              script=f"/opt/{dom}/jobs/{stem}.sh", env=f"/etc/{dom}/{stem}.env",
+              watchlist=f"/opt/{dom}/jobs/{stem}.words", report_dir=report_dir,
+              output=output, input=source.path, words=words)
+    if ctx.world.exists(job.script):
+        raise NotApplicable("a job of that name is already there")
+    job.settings = {"INPUT": job.input, "WATCHLIST": job.watchlist, "REPORT_DIR": report_dir}
+    world = ctx.world
+    spec = world.files.get(job.input)
+    if spec is not None and spec.mode & 0o044 != 0o044:  # a source's own mode (a script's)
+        world.add(job.input, spec.content, mode=spec.mode | 0o444, owner=spec.owner,
+                  group=spec.group, mtime=spec.mtime)
+    world.add_user(user)
+    world.add(job.script, job.script_text(), mode=0o755)
+    world.add(job.env, job.env_text())
+    world.add(job.watchlist, lines_text(words))
+    world.mkdir(report_dir, mode=0o755, owner=user, group=user)
+    minute, hour = ctx.rng.choice((0, 5, 15, 30, 45)), ctx.rng.randint(1, 5)
+    cron = f"{minute} {hour} * * * {job.script}"
+    staging = f"/tmp/taskloom-debug-cron/{user}"
+    world.add(staging, lines_text([f"# {ctx.domain.org}: nightly watch-list report", cron]))
+    world.commands.append(f"crontab -u {q(user)} {q(staging)} && "
+                          "rm -rf /tmp/taskloom-debug-cron")
+    family = ctx.rng.choice(FAMILIES)
+    if family == "permissions":
+        stale = [line for line in lines if ctx.rng.random() < 0.5]
+        injected = _permissions(ctx, job, report(words, stale))
+    elif family == "path":
+        injected = _path(ctx, job)
+    elif family == "environment":
+        injected = _environment(ctx, job)
+    elif family == "encoding":
+        injected = _encoding(ctx, job, lines)
+    else:
+        injected = _missing(ctx, job)
+    cause = injected.cause
+    lines = injected.lines or lines
+    words = injected.words or words
+    expected = report(words, lines)
+    other, listing = _rerun(ctx, lines, words)
+    compare = ctx.compare(order_matters=True)
+    today = report(listing, lines)
+    hidden_expected = report(listing, other)
+    content = lines_text(other).encode(injected.encoding)
+    run = f"cd {q(job.home)} && runuser -u {q(user)} -- {q(job.script)}"
+    reads = source.phrase
+    if len(source.phrase) == 1:  # a hidden step's result, named by a letter
+        reads = f"`{source.path}` (which must hold {source.phrase}: write it there first)"
+    what = ("one line `WORD COUNT` for each word of its watch list, in the order of the "
+            "list, COUNT being the number of lines of the input that contain WORD (plain "
+            "text, case-sensitive)")
+    rules = (f"The checks run the job again that way (as `{user}`, from its home directory, "
+             "with only cron's variables: HOME, LOGNAME, SHELL and PATH=/usr/bin:/bin) with "
+             f"a changed watch list at {job.watchlist}, on today's and on new content of "
+             f"{job.input} (in the same format as today's), each written as a new file in "
+             f"place of the old: the job must keep reading {job.input} and {job.watchlist} "
+             f"and writing {output}, and compute the report on every run. Leave {job.input} "
+             "itself as it is, do not make any file or directory world-writable, and keep "
+             f"the job's files (its script, its settings file {job.env}, the input, the watch "
+             "list, the report folder and the report, and whatever they link to) out of "
+             "world-writable directories.")
+    sentence = ctx.phrase([
+        f"The nightly job {job.script} has stopped working: it fails and {output} is no "
+        f"longer updated. It runs from the crontab of the user `{user}` (`{cron}`); to run "
+        f"it by hand the way cron does, use `{run}`. It reads {reads} and writes to "
+        f"{output} {what}. Find out why it fails and fix it, so that the job, run that way, "
+        f"writes the report again; then run it once so that {output} is up to date. {rules}",
+        f"Since the last change on this host, the job {job.script} (run every night from "
+        f"`{user}`'s crontab as `{cron}`) fails and no longer updates {output}. Debug it: "
+        f"run it as cron does (`{run}`), find the cause and fix it. The job reads {reads} "
+        f"and must write to {output} {what}. Once it works, run it once more so that "
+        f"{output} is current. {rules}",
+        f"`{user}`'s nightly cron job (`{cron}`) is broken: {job.script} fails, and the "
+        f"report {output} ({what}, from {reads}) is stale or missing. Diagnose why (run it "
+        f"by hand with `{run}`), repair the job so it runs cleanly that way, and run it once "
+        f"to bring {output} up to date. {rules}",
+    ]) + ctx.hint(f"the cause: {cause.hint}")
+    solution = f"{injected.fix}\n({run})"
+    alternative = (f"{injected.other}\n(cd {q(job.home)} && setpriv --reuid={q(user)} "
+                   f"--regid={q(user)} --init-groups {q(job.script)})")
+    by_hand = f"mkdir -p {q(report_dir)}\nprintf '%s\\n' " + " ".join(
+        q(line) for line in expected) + f" > {q(output)}"
+    saved = f"/opt/{dom}/jobs/.{stem}.last"
+    replay = (f"{solution}\ncp {q(output)} {q(saved)}\nchmod 644 {q(saved)}\n"
+              f"printf '%s\\n' '#!/bin/bash' {q(f'cat {q(saved)} > {q(output)}')} > "
+              f"{q(job.script)}\nchmod 755 {q(job.script)}")
+    stated = [(True, Rule("job-runs", "that the job itself is fixed, not just its report "
+                          "written", by_hand)),
+              (differs(hidden_expected, expected, compare) or differs(today, expected, compare),
+               Rule("every-run", "that the job computes the report on every run", replay))]
+    for rule in injected.rules:
+        stated.append((True, Rule(rule.name, rule.stated, f"{rule.ignored}\n({run})")))
+    checks: list[Assertion] = [
+        FileText(f"{output} holds the report on today's input", path=output,
+                 expected=lines_text(expected), compare=compare),
+        JobRuns(f"the job, run as {user}, reports on a new watch list and new input",
+                script=job.script, user=user, input=job.input, output=output,
+                watchlist=job.watchlist, words=lines_text(listing).encode(),
+                today=lines_text(today), content=content,
+                expected=lines_text(hidden_expected), compare=compare),
+        NotWorldWritable("the job's files are not world-writable nor in world-writable "
+                         "folders", paths=(job.script, job.env, job.input, job.watchlist,
+                                           report_dir, output))]
+    if ctx.step == 1:
+        checks.append(FileDigests.of(f"{job.input} is left as delivered",
+                                     {job.input: world.files[job.input].content}))
+    return StepResult(
+        output=Report(path=output, phrase=f"the watch-list report {output}", lines=expected),
+        instruction=sentence, solution=solution, alternative=alternative, checks=checks,
+        tools=("runuser", "bash", *injected.tools), side_effect=True,
+        rules=exercised(*stated)), cause

@@ -1,0 +1,321 @@
+"""Debugging tasks: a nightly job broken by one injected cause, diagnosed and fixed.
+
+The sandbox validation (nop, oracle, the alternative fix, the rule mutants, tamper probes)
+is the registry-wide test's; these check what it cannot see: that every cause occurs, that
+the environment as shipped holds the fault its cause names (and the job really fails
+there, in the sandbox), that the job's bash computes what the generator expects, and that
+a seed gives the same task every time.
+"""
+
+from __future__ import annotations
+
+import random
+import subprocess
+from collections import Counter
+
+import pytest
+
+from taskloom.errors import NotApplicable
+from taskloom.generators.procedural.artifacts import TextFile
+from taskloom.generators.procedural.backend import ProceduralGenerator, blueprint_for
+from taskloom.generators.procedural.checks import HEADER
+from taskloom.generators.procedural.domains import DOMAINS
+from taskloom.generators.procedural.primitives import SOURCES
+from taskloom.generators.procedural.primitives.base import StepContext
+from taskloom.generators.procedural.primitives.debugging import (
+    FAMILIES,
+    Job,
+    JobRuns,
+    NotWorldWritable,
+    broken_job,
+    report,
+)
+from taskloom.generators.procedural.world import World, lines_text
+from taskloom.generators.protocols import DIMENSIONS, Difficulty
+from taskloom.models import TaskFile
+from taskloom.skill_graph.model import load_graph
+
+GRAPH = load_graph()
+VARIANTS = {
+    "permissions": {"not-executable", "report-dir", "output-owned", "input-unreadable"},
+    "path": {"env-moved", "watchlist-moved", "input-moved", "script-moved"},
+    "environment": {"misspelled", "unset"},
+    "encoding": {"crlf-env", "utf16-input", "latin1-input"},
+    "missing-file": {"backup", "git"},
+}
+ONLY_STEP_ONE = {"input-unreadable", "utf16-input", "latin1-input"}  # they change the input
+
+
+def difficulty(seed: int) -> Difficulty:
+    level = seed % 3 + 1
+    return Difficulty(**{**{name: level for name in DIMENSIONS}, "steps": 1})
+
+
+def step_one(seed: int):
+    """(world, result, cause) of the step on a source of its own, as a task's first step."""
+    rng = random.Random(seed)
+    domain = DOMAINS[rng.choice(sorted(DOMAINS))]
+    world = World(workdir=domain.root)
+
+    def context(number: int) -> StepContext:
+        return StepContext(rng=random.Random(seed * 7 + number), difficulty=difficulty(seed),
+                           domain=domain, world=world, step=1, steps=1)
+
+    kind = rng.choice(("text_file", "app_log", "access_log", "config_file", "script"))
+    source = SOURCES[kind](context(0))
+    result, cause = broken_job(context(1), source)
+    return world, result, cause
+
+
+def job_run(result) -> JobRuns:
+    return next(check for check in result.checks if isinstance(check, JobRuns))
+
+
+def settings(world: World, path: str) -> dict[str, str]:
+    """The variables an env file sets (as written, quotes stripped)."""
+    text = world.files[path].content.decode("utf-8")
+    found = {}
+    for line in text.splitlines():
+        if "=" in line and not line.startswith("#"):
+            name, value = line.split("=", 1)
+            found[name] = value.strip("'")
+    return found
+
+
+def test_every_cause_occurs_and_each_names_its_family():
+    seen = Counter(step_one(seed)[2] for seed in range(160))
+    assert {c.family for c in seen} == set(FAMILIES)
+    for family, names in VARIANTS.items():
+        assert {c.name for c in seen if c.family == family} == names, family
+    assert all(c.hint for c in seen)
+
+
+def test_a_later_step_gets_no_cause_that_changes_its_input():
+    """After another step the input is the agent's file: it cannot be shipped broken."""
+    names = Counter()
+    for seed in range(60):
+        domain = DOMAINS["ops"]
+        world = World(workdir=domain.root)
+        context = StepContext(rng=random.Random(seed), difficulty=difficulty(seed),
+                              domain=domain, world=world, step=2, steps=2)
+        lines = tuple(f"{word}-{n % 5} build {n}" for n, word in
+                      enumerate(domain.words * 3))
+        source = TextFile(path=f"{domain.root}/output/errors.txt",
+                          phrase="the file `/srv/ops/output/errors.txt`", lines=lines)
+        try:
+            result, cause = broken_job(context, source)
+        except NotApplicable:
+            continue
+        names[cause.name] += 1
+        assert source.path not in world.files  # the job reads what step 1 writes
+        assert job_run(result).input == source.path
+    assert names and not set(names) & ONLY_STEP_ONE
+
+
+def shipped_fault(world: World, result) -> str:
+    """The fault the shipped environment holds, read from the world (files, modes, setup)."""
+    run = job_run(result)
+    script = world.files.get(run.script)
+    if script is None:
+        return "script-moved"
+    if not script.mode & 0o001:
+        return "not-executable"
+    env_path = next(line.split()[1] for line in script.content.decode().splitlines()
+                    if line.startswith(". "))
+    if env_path not in world.files:
+        return "env-moved"
+    env = world.files[env_path].content
+    if b"\r\n" in env:
+        return "crlf-env"
+    variables = settings(world, env_path)
+    if set(variables) != {"INPUT", "WATCHLIST", "REPORT_DIR"}:
+        return "misspelled" if len(variables) == 3 else "unset"
+    if variables["INPUT"] != run.input:
+        return "input-moved"
+    data = world.files[run.input].content
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "utf16-input"
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return "latin1-input"
+    if not world.files[run.input].mode & 0o004:
+        return "input-unreadable"
+    report_dir = variables["REPORT_DIR"]
+    if world.dirs[report_dir][1] != run.user:
+        return "report-dir"
+    if run.output in world.files:
+        return "output-owned" if world.files[run.output].owner == "root" else "?"
+    watchlist = variables["WATCHLIST"]
+    if watchlist not in world.files:
+        setup = "\n".join(world.commands)
+        if f"rm {watchlist}" in setup and "git init" in setup:
+            return "git"
+        backups = [path for path in world.files if path.startswith("/var/backups/")]
+        if backups:
+            return "backup"
+        return "watchlist-moved"
+    return "none"
+
+
+def test_the_shipped_environment_holds_the_fault_its_cause_names():
+    for seed in range(120):
+        world, result, cause = step_one(seed)
+        assert shipped_fault(world, result) == cause.name, (seed, cause)
+
+
+def test_the_instruction_names_how_the_job_runs_but_not_its_cause():
+    for seed in range(90):  # specification 1 (seed % 3 == 0) shows the cause as a hint
+        _, result, cause = step_one(seed)
+        run = job_run(result)
+        assert f"runuser -u {run.user} -- {run.script}" in result.instruction
+        assert run.input in result.instruction and run.output in result.instruction
+        assert "world-writable" in result.instruction
+        assert (cause.hint in result.instruction) == (seed % 3 == 0)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_jobs_bash_computes_what_the_generator_expects(tmp_path, seed):
+    """The job's own script on noisy inputs (blank lines, trailing blanks, case variants)."""
+    world, result, _ = step_one(seed)
+    run = job_run(result)
+    rng = random.Random(seed)
+    data = world.files[run.input].content
+    encoding = "utf-16" if data.startswith(b"\xff\xfe") else "utf-8"
+    try:
+        lines = data.decode(encoding).splitlines()
+    except UnicodeDecodeError:
+        lines = data.decode("latin-1").splitlines()
+    words = tuple(rng.sample(sorted({w for line in lines for w in line.split() if w}),
+                             3)) if len({w for line in lines for w in line.split()}) > 3 else ()
+    words = (*words, "zz-none")
+    job = Job(name="t", user="nobody", home=str(tmp_path), script=str(tmp_path / "t.sh"),
+              env=str(tmp_path / "t.env"), watchlist=str(tmp_path / "t.words"),
+              report_dir=str(tmp_path / "out"), output=str(tmp_path / "out" / "t r.txt"),
+              input=str(tmp_path / "in.txt"), words=words)
+    job.settings = {"INPUT": job.input, "WATCHLIST": job.watchlist,
+                    "REPORT_DIR": job.report_dir}
+    (tmp_path / "out").mkdir()
+    (tmp_path / "in.txt").write_text(lines_text(lines))
+    (tmp_path / "t.words").write_text(lines_text(words))
+    (tmp_path / "t.env").write_text(job.env_text())
+    (tmp_path / "t.sh").write_text(job.script_text())
+    subprocess.run(["bash", job.script], check=True, timeout=30, cwd=tmp_path,
+                   env={"PATH": "/usr/bin:/bin"})
+    assert (tmp_path / "out" / "t r.txt").read_text() == lines_text(report(words, lines))
+
+
+def test_the_checks_run_the_job_on_other_content_in_the_inputs_own_form():
+    for seed in range(60):
+        world, result, cause = step_one(seed)
+        run = job_run(result)
+        shipped = world.files[run.input].content
+        assert run.content != shipped and run.expected
+        if cause.name == "utf16-input":
+            assert run.content.startswith(b"\xff\xfe")
+        elif cause.name == "latin1-input":
+            assert any(byte > 0x7F for byte in run.content)
+            with pytest.raises(UnicodeDecodeError):
+                run.content.decode("utf-8")
+        else:
+            run.content.decode("utf-8")
+
+
+def test_the_checks_change_the_watch_list_and_watch_a_non_ascii_word():
+    """Both runs see a new watch list; some new lines hold its accented place name."""
+    for seed in range(60):
+        world, result, _ = step_one(seed)
+        run = job_run(result)
+        words = run.words.decode("utf-8").split("\n")[:-1]
+        shipped = world.files.get(run.watchlist)
+        assert (shipped is None or run.words != shipped.content) and run.today
+        assert run.watchlist in result.instruction and "changed watch list" in result.instruction
+        place = next(word for word in words if not word.isascii())
+        assert f"{place} 0" not in run.expected.split("\n")
+        assert "os.replace(temp, path)" in "\n".join(run.body())
+
+
+def test_the_world_writable_check_follows_links_and_folders(tmp_path):
+    """A link into a world-writable folder fails; a sticky world-writable folder is fine."""
+    open_dir, sticky = tmp_path / "open", tmp_path / "sticky"
+    open_dir.mkdir()
+    sticky.mkdir()
+    (open_dir / "job.sh").write_text("x")
+    (sticky / "job.sh").write_text("x")
+    open_dir.chmod(0o777)
+    sticky.chmod(0o1777)
+    tmp_path.chmod(0o755)
+    (tmp_path / "linked.sh").symlink_to(open_dir / "job.sh")
+    namespace: dict = {}
+    exec(HEADER, namespace)
+
+    def passes(path) -> bool:
+        body = NotWorldWritable("t", paths=(str(path),)).body()
+        try:
+            exec("\n".join(body), namespace)
+        except AssertionError:
+            return False
+        return True
+
+    assert passes(sticky / "job.sh")
+    assert not passes(tmp_path / "linked.sh")
+    assert not passes(open_dir / "job.sh")
+
+
+def test_the_same_seed_gives_the_same_task():
+    generator = ProceduralGenerator(GRAPH)
+    for seed in (3, 4):
+        blueprint = blueprint_for(GRAPH, ("debug.fix_job",), seed=seed,
+                                  difficulty=difficulty(seed))
+        first, second = (generator.generate(blueprint).task for _ in range(2))
+        assert first.config.metadata["fingerprint"] == second.config.metadata["fingerprint"]
+
+
+@pytest.mark.bwrap
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_the_shipped_job_fails_in_the_sandbox_and_the_reference_fix_mends_it(bwrap_runtime):
+    """For one task of every cause: as shipped, the job run as cron does exits non-zero;
+    after the reference solution's fix it exits 0."""
+    from taskloom.config import ValidationConfig
+    from taskloom.generators.procedural.primitives import debugging
+    from taskloom.sandbox.trial import Phase
+    from taskloom.validators.engine import plan_trial
+    from taskloom.validators.phases import phase_log
+    from taskloom.validators.protocol import TrialPart
+
+    generator = ProceduralGenerator(GRAPH)
+    found: dict[str, object] = {}
+    original = debugging.broken_job
+    for seed in range(200):
+        causes = []
+
+        def recording(ctx, source, causes=causes):
+            result, cause = original(ctx, source)
+            causes.append(cause)
+            return result, cause
+
+        debugging.broken_job = recording
+        try:
+            draft = generator.generate(blueprint_for(GRAPH, ("debug.fix_job",), seed=seed,
+                                                     difficulty=difficulty(seed)))
+        finally:
+            debugging.broken_job = original
+        found.setdefault(causes[-1].name, draft.task)
+        if len(found) == sum(len(names) for names in VARIANTS.values()):
+            break
+    assert len(found) == sum(len(names) for names in VARIANTS.values()), sorted(found)
+    for name, task in sorted(found.items()):
+        solve = task.file("solution", "solve.sh").content.decode()
+        *fix, run = solve.rstrip("\n").split("\n")
+        script = ("#!/bin/bash\n" + run.replace("(cd", "(set +e; cd").rstrip(")")
+                  + "; echo \"shipped: exit $?\")\n" + "\n".join(fix[3:]) + "\n"
+                  + run + "\necho 'fixed: exit 0'\n")
+        part = TrialPart(phases=(Phase(name="shipped", solution="shipped"),),
+                         solutions={"shipped": (TaskFile(path="solve.sh",
+                                                         content=script.encode(),
+                                                         mode=0o755),)})
+        plan, _ = plan_trial(task, ValidationConfig(), [part])
+        log = phase_log(bwrap_runtime.run(plan).phases[0])
+        assert "shipped: exit 0" not in log and "shipped: exit" in log, (name, log)
+        assert "fixed: exit 0" in log, (name, log)

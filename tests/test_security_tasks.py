@@ -1,0 +1,315 @@
+"""Security hygiene tasks: what the sandbox validation cannot see.
+
+The registry-wide test validates both steps in the sandbox (nop, oracle, alternative, a
+mutant per stated rule, tamper probes). These check the parts it trusts: that the Python
+model of the scrub rules is what the sed script does, for the rules and for every rule
+ignored; that the look-alikes stay and every planted secret is gone and checked; that the
+expected log of a purge is the one git writes after a real filter-branch; determinism.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import subprocess
+from dataclasses import fields, replace
+from pathlib import Path
+
+import pytest
+
+from taskloom.generators.procedural.backend import ProceduralGenerator, blueprint_for
+from taskloom.generators.procedural.checks import HEADER
+from taskloom.generators.procedural.domains import DOMAINS
+from taskloom.generators.procedural.primitives.base import StepContext
+from taskloom.generators.procedural.primitives.security import (
+    ELSEWHERE,
+    ObjectStore,
+    ScrubRules,
+    SecretPurged,
+    SecretsAbsent,
+    TreeEntries,
+    _planted,
+    elsewhere,
+)
+from taskloom.generators.procedural.world import World
+from taskloom.generators.protocols import Difficulty
+from taskloom.skill_graph.model import load_graph
+
+GRAPH = load_graph()
+LEVELS = [Difficulty(steps=1, data_volume=v, noise=n, edge_cases=e, strictness=2)
+          for v, n, e in ((1, 1, 1), (2, 2, 2), (3, 3, 3), (1, 3, 2))]
+
+
+def _context(seed: int, difficulty: Difficulty) -> StepContext:
+    return StepContext(rng=random.Random(seed), difficulty=difficulty,
+                       domain=DOMAINS["security"], world=World(), step=1, steps=1)
+
+
+def _draft(skill: str, seed: int, difficulty: Difficulty):
+    return ProceduralGenerator(GRAPH).generate(
+        blueprint_for(GRAPH, (skill,), seed=seed, difficulty=difficulty))
+
+
+FLAGS = [f.name for f in fields(ScrubRules) if f.name != "placeholder"]
+
+
+@pytest.mark.skipif(shutil.which("sed") is None, reason="needs GNU sed")
+@pytest.mark.parametrize("seed", range(4))
+def test_the_sed_script_does_what_the_model_says_for_every_rule_ignored(tmp_path, seed):
+    context = _context(seed, LEVELS[seed % len(LEVELS)])
+    rules = ScrubRules(context.rng.choice(("REDACTED", "<redacted>", "***REMOVED***",
+                                           "[SCRUBBED]")))
+    files, _ = _planted(context, rules)
+    files["binary.gz"] = bytes(range(256)).decode("latin-1")  # lines of any bytes
+    for variant in [rules, *(replace(rules, **{flag: False}) for flag in FLAGS)]:
+        root = tmp_path / f"tree-{len(list(tmp_path.iterdir()))}"
+        for relpath, text in files.items():
+            path = root / relpath
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(text.encode("latin-1") if relpath == "binary.gz"
+                             else text.encode())
+        subprocess.run(["bash", "-c", "set -eu\n" + variant.sed(str(root))], check=True)
+        for relpath, text in files.items():
+            data = text.encode("latin-1") if relpath == "binary.gz" else text.encode()
+            assert (root / relpath).read_bytes() == variant.apply(data), (variant, relpath)
+
+
+@pytest.mark.parametrize("level", range(len(LEVELS)))
+def test_look_alikes_stay_and_every_planted_secret_goes(level):
+    context = _context(10 + level, LEVELS[level])
+    rules = ScrubRules("REDACTED")
+    files, secrets = _planted(context, rules)
+    after = {path: rules.apply(text.encode()).decode() for path, text in files.items()}
+    text = "\n".join(after.values())
+    for secret in secrets:
+        assert secret not in text
+    env = next(v for k, v in after.items() if k.startswith("deploy/") and "env" in k)
+    assert "PASSWORD_MIN_LENGTH=" in env and "=REDACTED" not in env.split(
+        "PASSWORD_MIN_LENGTH")[1].split("\n")[0]
+    assert any(line.startswith("#") and "REDACTED" not in line for line in env.splitlines())
+    assert "TOKEN_TTL=" in env and "TOKEN_TTL=REDACTED" not in env
+    ini = after["config/settings.ini"]
+    assert "; token = <your-token>" in ini and "password_min_length = REDACTED" not in ini
+    assert "secret_rotation_days = REDACTED" not in ini
+    assert after["deploy/id_deploy.pub"] == files["deploy/id_deploy.pub"]
+    key = after["deploy/id_deploy"].splitlines()
+    assert len(key) == 3 and key[1] == "REDACTED" and "PRIVATE KEY" in key[0]
+    if "config/tls/bundle.pem" in after:  # the certificate stays, the key goes
+        bundle = after["config/tls/bundle.pem"]
+        certificate = files["config/tls/bundle.pem"].split("-----END CERTIFICATE-----")[0]
+        assert bundle.startswith(certificate) and bundle.count("REDACTED") == 1
+    if "poetry.lock" in after:
+        assert after["poetry.lock"] == files["poetry.lock"]
+    if LEVELS[level].edge_cases >= 2:
+        assert "SMTP_PASSWORD=\n" in env and "password =\n" in ini
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_every_planted_secret_is_checked_and_each_rule_changes_the_result(seed):
+    difficulty = LEVELS[seed % len(LEVELS)]
+    draft = _draft("security.scrub_secrets", seed, difficulty)
+    mutants = [f for f in draft.task.solution if f.path.startswith("mutants/")]
+    names = {Path(f.path).stem for f in mutants}
+    assert {"step-1-comments", "step-1-key-ends", "step-1-ignore-case", "step-1-quotes",
+            "step-1-markers"} <= names
+    if difficulty.data_volume >= 2:
+        assert "step-1-aws-ids" in names
+    if difficulty.edge_cases >= 2:
+        assert "step-1-empty" in names
+    assert "still holds a secret" in "".join(f.content.decode() for f in draft.task.tests)
+
+
+def test_the_scrub_and_purge_drafts_are_deterministic():
+    for skill in ("security.scrub_secrets", "security.purge_git_secret"):
+        one, two = (_draft(skill, 5, LEVELS[2]) for _ in range(2))
+        assert one.task.instruction == two.task.instruction
+        assert [f.content for f in one.task.environment] == \
+            [f.content for f in two.task.environment]
+        assert [f.content for f in one.task.tests] == [f.content for f in two.task.tests]
+
+
+def test_the_checks_read_what_they_claim():
+    assert SecretsAbsent("x", root="/a/b", secrets=("s",)).reads() == ("/a/b",)
+    assert SecretsAbsent("x", root="/a/b/c", secrets=("s",),
+                         places=elsewhere("/a/b/c")).reads() == ("/a/b/c", "/a/b", *ELSEWHERE)
+    assert elsewhere("/srv/repo") == ELSEWHERE  # never a top-level folder as a whole
+    assert SecretPurged("x", repo="/r", secret="s").reads() == ("/r",)
+    assert TreeEntries.of("x", "/a/b", {"c/d": b""}).reads() == ("/a/b",)
+    assert ObjectStore("x", repo="/r").reads() == ("/r",)
+
+
+def _passes(check) -> bool:
+    """Whether the rendered check passes here (the test host's file system)."""
+    space: dict = {}
+    exec(compile(HEADER + "\n" + check.render(1), "checks", "exec"), space)
+    try:
+        space[check.test_name(1)]()
+    except AssertionError:
+        return False
+    return True
+
+
+SECRET = "sk_live_Zq8DfX2mPLr4WcT0aNvB7yHe"
+
+
+def _scan(root: Path, *places: Path) -> bool:
+    return _passes(SecretsAbsent("x", root=str(root), secrets=(SECRET, "other"),
+                                 places=tuple(str(p) for p in places)))
+
+
+def test_the_secret_scan_sees_names_links_attributes_and_compressed_copies(tmp_path):
+    import gzip
+    import tarfile
+    import zipfile
+
+    tree, backups = tmp_path / "tree", tmp_path / "backups"
+    (tree / "config").mkdir(parents=True)
+    (tree / "config" / "app.env").write_text("TOKEN=REDACTED\n")
+    backups.mkdir()
+    assert _scan(tree, backups, tmp_path / "missing")
+    (tree / "config" / f"old {SECRET}").mkdir()  # a folder's name
+    assert not _scan(tree)
+    (tree / "config" / f"old {SECRET}").rmdir()
+    (tree / "link").symlink_to(f"/nowhere/{SECRET}")  # a link's target
+    assert not _scan(tree)
+    (tree / "link").unlink()
+    try:  # an extended attribute, where the file system has them
+        os.setxattr(tree / "config" / "app.env", "user.original", SECRET.encode())
+    except OSError:
+        pass
+    else:
+        assert not _scan(tree)
+        os.removexattr(tree / "config" / "app.env", "user.original")
+    assert _scan(tree, backups)
+    original = f"TOKEN={SECRET}\n".encode()
+    (backups / "app.env.gz").write_bytes(gzip.compress(original))
+    assert not _scan(tree, backups)
+    shutil.rmtree(backups)
+    backups.mkdir()
+    staged = tmp_path / "staged.env"
+    staged.write_bytes(original)
+    with tarfile.open(backups / "tree.tar.gz", "w:gz") as archive:
+        archive.add(staged, "tree/config/app.env")
+    assert not _scan(tree, backups)
+    (backups / "tree.tar.gz").unlink()
+    with zipfile.ZipFile(backups / "tree.zip", "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("nested.tar.gz", gzip.compress(original))  # two levels deep
+    assert not _scan(tree, backups)
+    (backups / "tree.zip").unlink()
+    assert _scan(tree, backups)
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_the_secret_scan_reads_git_objects_packs_and_bundles(tmp_path):
+    repo, backups = tmp_path / "repo", tmp_path / "backups"
+    backups.mkdir()
+    repo.mkdir()
+
+    def git(*args: str, cwd: Path = repo) -> str:
+        return subprocess.run(["git", "-c", "user.name=A", "-c", "user.email=a@b", *args],
+                              cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+    git("init", "-q", "-b", "main")
+    (repo / "app.env").write_text(f"TOKEN={SECRET}\n")
+    git("add", "-A")
+    git("commit", "-q", "-m", "leak")
+    assert not _scan(repo)  # the work tree's file, and its loose blob
+    (repo / "app.env").write_text("TOKEN=REDACTED\n")
+    git("commit", "-q", "-am", "scrub")
+    git("bundle", "create", "-q", str(backups / "old.bundle"), "--all")
+    git("clone", "-q", "--mirror", str(repo), str(backups / "mirror.git"), cwd=tmp_path)
+    git("gc", "-q", cwd=backups / "mirror.git")  # packed, nothing loose
+    assert not list((backups / "mirror.git" / "objects").glob("??/*"))
+    shutil.rmtree(repo)
+    repo.mkdir()
+    for name in ("old.bundle", "mirror.git"):
+        assert not _scan(repo, backups), name
+        target = backups / name
+        target.unlink() if target.is_file() else shutil.rmtree(target)
+    assert _scan(repo, backups)
+
+
+def test_the_tree_entries_are_exactly_the_files_and_their_folders(tmp_path):
+    root = tmp_path / "tree"
+    (root / "a" / "b").mkdir(parents=True)
+    (root / "a" / "b" / "c.txt").write_bytes(b"c")
+    (root / "d.txt").write_bytes(b"d")
+    check = TreeEntries.of("x", str(root), {"a/b/c.txt": b"c", "d.txt": b"d"})
+    assert _passes(check)
+    (root / "d.txt").write_bytes(b"D")
+    assert not _passes(check)
+    (root / "d.txt").write_bytes(b"d")
+    (root / "a" / "empty").mkdir()  # a new folder, even an empty one
+    assert not _passes(check)
+    (root / "a" / "empty").rmdir()
+    (root / ".hidden").write_bytes(b"")
+    assert not _passes(check)
+    (root / ".hidden").unlink()
+    (root / ".git" / "objects").mkdir(parents=True)  # a repository's own folder
+    assert not _passes(check)
+    assert _passes(replace(check, git=True))
+    (root / "a" / ".git").mkdir()  # only at the top
+    assert not _passes(replace(check, git=True))
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_the_object_store_holds_only_what_git_keeps_there(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-c", "user.name=A", "-c", "user.email=a@b", "-C", str(repo)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (repo / "f").write_text("x\n")
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "one"], check=True)
+    check = ObjectStore("x", repo=str(repo))
+    assert _passes(check)  # loose objects
+    subprocess.run([*git, "gc", "-q", "--prune=now"], check=True)
+    assert _passes(check)  # packs, info/packs, a commit-graph
+    objects = repo / ".git" / "objects"
+    (objects / "info" / "alternates").write_text("/elsewhere/objects\n")
+    assert not _passes(check)
+    (objects / "info" / "alternates").unlink()
+    hidden = objects / "tmp_objdir-incoming-abc123" / "pack"
+    hidden.mkdir(parents=True)
+    assert not _passes(check)
+    shutil.rmtree(hidden.parent)
+    assert _passes(check)
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_real_filter_branch_gives_the_expected_log_and_purges_the_secret(tmp_path, seed):
+    """Build the task's repository, run the reference and the alternative solutions, and
+    run the rendered checks on the result (git in the test host, not the sandbox)."""
+    difficulty = LEVELS[seed % len(LEVELS)]
+    draft = _draft("security.purge_git_secret", seed, difficulty)
+    task = draft.task
+    setup = next(f for f in task.environment if f.path == "setup.sh").content.decode()
+    root = tmp_path / "root"
+    files = {f.path.removeprefix("files"): f.content for f in task.environment
+             if f.path.startswith("files/")}
+    for name in ("solve.sh", "alternatives/other-tools.sh"):
+        shutil.rmtree(root, ignore_errors=True)
+        script = "\n".join(line for line in setup.splitlines() if "chown" not in line)
+        for path, content in files.items():
+            target = root / path.lstrip("/")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(content)
+        # run everything below tmp_path: the absolute paths get the root as prefix
+        for path in ("tmp", "srv"):  # tmp first: the root itself is below /tmp
+            script = script.replace(f" /{path}/", f" {root}/{path}/")
+        solution = next(f for f in task.solution if f.path.endswith(name)).content.decode()
+        for path in ("srv",):
+            solution = solution.replace(f" /{path}/", f" {root}/{path}/")
+        subprocess.run(["bash", "-c", "set -eu\n" + script], check=True, cwd=tmp_path)
+        subprocess.run(["bash", "-c", solution], check=True, cwd=tmp_path)
+        tests = next(f for f in task.tests if f.path == "test_outputs.py").content.decode()
+        tests = tests.replace("'/srv/", f"'{root}/srv/")
+        for place in ELSEWHERE:  # the places copies are looked for in: the test's own
+            tests = tests.replace(repr(place), repr(f"{root}{place}"))
+        module = tmp_path / f"check_{name.split('/')[0].split('.')[0]}.py"
+        module.write_text(tests)
+        done = subprocess.run(["python3", "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                               str(module)], capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout[-3000:]
