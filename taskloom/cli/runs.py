@@ -294,7 +294,8 @@ def export_command(
         summary = export_run(run, fmt, output, name=name, license_id=license_id, force=force,
                              images=images, registry=registry,
                              progress=lambda line: stdout.print(line, markup=False,
-                                                                highlight=False))
+                                                                highlight=False,
+                                                                soft_wrap=True))
         stdout.print(f"exported {summary.tasks} tasks as {summary.format} to {summary.out} "
                      f"(dataset {summary.name})")
         if summary.left_out:
