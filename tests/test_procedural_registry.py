@@ -159,16 +159,21 @@ def test_chained_paths_validate(docker_runtime):
             successors.setdefault(first, []).append(second)
     drafts, unchained = [], {}
     for index, (first, options) in enumerate(sorted(successors.items())):
-        difficulty = difficulty_for(index % 3).model_copy(update={"steps": 1})
         draft, why = None, []
-        for seed in range(index, index + 3):
-            for second in options:
-                try:
-                    draft = generator.generate(blueprint_for(GRAPH, (first, second), seed=seed,
-                                                             difficulty=difficulty))
+        # The item's own difficulty first; the others only when no chain makes a task there
+        # (a goal-only instruction plans no tool after a hidden step, say).
+        for level in sorted(range(3), key=lambda level: level != index % 3):
+            difficulty = difficulty_for(level).model_copy(update={"steps": 1})
+            for seed in range(index, index + 3):
+                for second in options:
+                    try:
+                        draft = generator.generate(blueprint_for(
+                            GRAPH, (first, second), seed=seed, difficulty=difficulty))
+                        break
+                    except NoDraft as exc:
+                        why.append(str(exc))
+                if draft is not None:
                     break
-                except NoDraft as exc:
-                    why.append(str(exc))
             if draft is not None:
                 break
         if draft is None:

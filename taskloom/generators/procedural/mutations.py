@@ -26,6 +26,8 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from taskloom import pysource
+
 KINDS = ("off-by-one", "wrong-operator", "swapped-arguments", "missing-case", "wrong-default")
 BUDGET = 200_000  # line events a run may take
 
@@ -96,7 +98,7 @@ def mutants(source: str) -> list[Mutant]:
     """Every single-site mutant of the program's functions other than `main`."""
     if not source.isascii():
         raise ValueError("mutations need an ASCII program (positions are byte columns)")
-    tree = ast.parse(source)
+    tree = pysource.parse(source)
     lines = source.splitlines(keepends=True)
     found = []
     for function in tree.body:
@@ -112,7 +114,7 @@ def mutants(source: str) -> list[Mutant]:
                 if text is None:
                     continue
             try:
-                ast.parse(text)
+                pysource.parse(text)
             except SyntaxError:
                 continue
             if _same_program(text, source):
@@ -153,7 +155,7 @@ def _spliced(source: str, lines: list[str], tree: ast.Module, node: ast.AST,
     for candidate in (new, f"({new})"):
         text = source[:start] + candidate + source[end:]
         try:
-            if ast.dump(ast.parse(text)) == intended:
+            if ast.dump(pysource.parse(text)) == intended:
                 return text
         except SyntaxError:
             continue
@@ -161,7 +163,7 @@ def _spliced(source: str, lines: list[str], tree: ast.Module, node: ast.AST,
 
 
 def _same_program(text: str, source: str) -> bool:
-    return ast.dump(ast.parse(text)) == ast.dump(ast.parse(source))
+    return ast.dump(pysource.parse(text)) == ast.dump(pysource.parse(source))
 
 
 def _located(kind: str, function: str, source: str, text: str, first: int,

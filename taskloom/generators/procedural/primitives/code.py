@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 
+from taskloom import pysource
 from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import ProgramFile, ToolScript
 from taskloom.generators.procedural.checks import ToolRuns
@@ -102,7 +103,7 @@ def _replaced(path: str, old: str, new: str) -> str:
 
 def _rewritten(path: str, program: Program) -> str:
     """The alternative: the whole working program written anew, formatted otherwise."""
-    text = "#!/usr/bin/env python3\n" + ast.unparse(ast.parse(program.source)) + "\n"
+    text = "#!/usr/bin/env python3\n" + ast.unparse(pysource.parse(program.source)) + "\n"
     return _written(path, text, "TASKLOOM_REWRITE")
 
 
@@ -179,7 +180,7 @@ def _stubbed(source: str, example: Case, printed: tuple[str, ...]) -> tuple[str,
 
     The stub's docstring shows the example call; `stub` and `body` are the lines of each.
     """
-    run = next(node for node in ast.parse(source).body
+    run = next(node for node in pysource.parse(source).body
                if isinstance(node, ast.FunctionDef) and node.name == "run")
     lines = source.splitlines(keepends=True)
     body = "".join(lines[run.body[0].lineno - 1:run.end_lineno])
