@@ -76,5 +76,9 @@ def hf_export_digest(export: Path, run_id: str) -> str:
         elif path.suffix == ".parquet":
             parts += [name, *_rows(pq.read_table(path), run_id)]
         else:
-            parts += [name, _normalized(path.read_text(encoding="utf-8"), run_id)]
+            data = path.read_bytes()
+            try:
+                parts += [name, _normalized(data.decode("utf-8"), run_id)]
+            except UnicodeDecodeError:  # a task's binary file (a gzip archive) holds no run id
+                parts += [name, hashlib.sha256(data).hexdigest()]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()

@@ -70,8 +70,13 @@ TASKLOOM = [sys.executable, "-m", "taskloom.cli"]
 # skills and their scenarios, so the sampler plans other paths from seed 0; every opening
 # draws a persona and circumstances; a world that stages files in /tmp leaves it 1777; the
 # near-duplicate filter is on by default (the embed extra is installed).
-TASKS_DIGEST = "55d72efaad8e0e3c0b455891f16e8b0f33eb2ffdf5af259fcd6bc266b6dd52a6"
-HF_EXPORT_DIGEST = "1e906b0a467ff25de76fd6ae842e7a3ed4a6250c9dfa924b9cb43b6427b79a5c"
+# Then (issue 21, two runs, same values) the graph gains the services, statistics,
+# scheduling and credential-rotation skills, every kind of work gets an equal share of the
+# plans (each path ends in a drawn work's skill), the checks share `_swap`/`_stamp`, and the
+# debugging and scrubbing rules read three ways; a task may now ship a gzip file, which the
+# HF digest hashes as bytes.
+TASKS_DIGEST = "d77e29d21ecceabfaf71c5710bb0366ee24fdbdc0a428666146af280c1bc5d05"
+HF_EXPORT_DIGEST = "28a7938c3843fc67be1db9f6daeab9c79c2ba4f36506ffae001a73aa636e7062"
 
 
 def test_main_job_dataset_and_hf_export_are_unchanged(tmp_path):

@@ -10,6 +10,7 @@ a seed gives the same task every time.
 from __future__ import annotations
 
 import random
+import re
 import subprocess
 from collections import Counter
 
@@ -229,10 +230,11 @@ def test_the_checks_change_the_watch_list_and_watch_a_non_ascii_word():
         words = run.words.decode("utf-8").split("\n")[:-1]
         shipped = world.files.get(run.watchlist)
         assert (shipped is None or run.words != shipped.content) and run.today
-        assert run.watchlist in result.instruction and "changed watch list" in result.instruction
+        assert run.watchlist in result.instruction
+        assert re.search(r"(changed|different|new) watch list", result.instruction)
         place = next(word for word in words if not word.isascii())
         assert f"{place} 0" not in run.expected.split("\n")
-        assert "os.replace(temp, path)" in "\n".join(run.body())
+        assert "_swap(path, data" in "\n".join(run.body())  # a new file renamed over it
 
 
 def test_the_world_writable_check_follows_links_and_folders(tmp_path):

@@ -181,6 +181,9 @@ def test_direction_decides_between_a_conversion_and_its_reverse(embedder):
     ("find the commit in /opt/app that added DEBUG=True to settings.py and write its hash to "
      "/tmp/culprit.txt", ["git.find_commit"]),
     ("count the lines of poem.txt that contain the word river", ["text.count_lines"]),
+    ("set the password in app.ini to s3cret", ["config.set_value"]),
+    ("change the db password used by the billing service in every config under /srv/billing",
+     ["security.rotate_credential"]),
 ])
 def test_operation_words_settings_and_named_results_decide_close_skills(embedder,
                                                                         request_text, path):
@@ -196,6 +199,10 @@ def test_operation_words_settings_and_named_results_decide_close_skills(embedder
      "editing images, audio or video"),
     ("merge the scanned contract PDFs into one document", "editing PDF documents"),
     ("add a CNAME record for the wiki to the zone file", "managing DNS"),
+    ("configure the local BIND server to serve an A record for intranet.corp.local",
+     "managing DNS"),
+    ("set the system timezone to Europe/Berlin and generate the de_DE.UTF-8 locale",
+     "changing the system's time zone or locale"),
     ("email the weekly summary to the ops team", "sending email"),
     ("reset the AD password for jsmith and unlock his account",
      "managing directory accounts and passwords"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import shutil
 import subprocess
 from dataclasses import fields, replace
@@ -313,3 +314,168 @@ def test_a_real_filter_branch_gives_the_expected_log_and_purges_the_secret(tmp_p
         done = subprocess.run(["python3", "-m", "pytest", "-q", "-p", "no:cacheprovider",
                                str(module)], capture_output=True, text=True)
         assert done.returncode == 0, done.stdout[-3000:]
+
+
+# --- rotate_credential ---------------------------------------------------------------------
+
+def _rotation(tmp_path: Path, seed: int, difficulty: Difficulty, *, steps: int = 2):
+    """The rotation step on a small tree below tmp_path (not the last step: no chown)."""
+    from taskloom.generators.procedural.artifacts import FileTree, TreeFile
+    from taskloom.generators.procedural.primitives.security import rotate_credential
+
+    root = str(tmp_path / "share")
+    world = World()
+    tree_files = (TreeFile("docs/notes.txt", b"audit notes\n"),
+                  TreeFile("report-01.txt.bak", b"an editor's backup\n"))
+    for item in tree_files:
+        world.add(f"{root}/{item.relpath}", item.content)
+    context = StepContext(rng=random.Random(seed), difficulty=difficulty,
+                          domain=DOMAINS["security"], world=world, step=1, steps=steps)
+    tree = FileTree(path=root, phrase=f"the directory `{root}`", files=tree_files)
+    return rotate_credential(context, tree), world
+
+
+def _build(tmp_path: Path, world: World) -> None:
+    """Write the world's files, those outside tmp_path below tmp_path/outside."""
+    shutil.rmtree(tmp_path / "share", ignore_errors=True)
+    shutil.rmtree(tmp_path / "outside", ignore_errors=True)
+    for path, spec in world.files.items():
+        target = Path(path) if path.startswith(str(tmp_path)) else \
+            tmp_path / "outside" / path.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(spec.content)
+
+
+def _local(script: str, tmp_path: Path) -> str:
+    return script.replace("/var/lib/vault/", f"{tmp_path}/outside/var/lib/vault/")
+
+
+def _holds(check) -> bool:
+    """Whether the rendered check passes (a missing file fails it, as in pytest)."""
+    try:
+        return _passes(check)
+    except OSError:
+        return False
+
+
+def _rotation_checks(result, tmp_path: Path):
+    return [replace(c, places=(str(tmp_path / "outside"),)) if isinstance(c, SecretsAbsent)
+            else c for c in result.checks]
+
+
+@pytest.mark.skipif(shutil.which("sed") is None, reason="needs GNU sed")
+@pytest.mark.parametrize("seed", range(6))
+def test_the_rotation_solutions_reach_the_expected_bytes_and_each_mutant_fails(tmp_path,
+                                                                                seed):
+    """The reference (sed) and the alternative (python) make the bytes the checks expect;
+    each rule's mutant fails a check (on the test host, below tmp_path)."""
+    result, world = _rotation(tmp_path, seed, LEVELS[seed % len(LEVELS)])
+    checks = _rotation_checks(result, tmp_path)
+    assert _build(tmp_path, world) is None and not all(_holds(c) for c in checks)  # nop
+    for script in (result.solution, result.alternative):
+        _build(tmp_path, world)
+        subprocess.run(["bash", "-c", "set -eu\n" + _local(script, tmp_path)], check=True)
+        assert all(_holds(c) for c in checks), script[:200]
+    assert {r.name for r in result.rules} >= {"delete-backups", "same-key", "url-encoded",
+                                               "keep-clean-backups"}
+    for rule in result.rules:
+        _build(tmp_path, world)
+        subprocess.run(["bash", "-c", "set -eu\n" + _local(rule.ignored, tmp_path)],
+                       check=True)
+        assert not all(_holds(c) for c in checks), rule.name
+
+
+def test_the_url_form_is_what_urllib_quotes_and_what_the_bash_function_writes():
+    from urllib.parse import quote
+
+    from taskloom.generators.procedural.primitives.security import (
+        PASSWORD_MARKS,
+        _rotation_password,
+        url_encoded,
+    )
+    context = _context(3, LEVELS[0])
+    values = [_rotation_password(context) for _ in range(20)] + ["a-b.c_d~e", "ü@x"]
+    for value in values:
+        assert url_encoded(value) == quote(value, safe="")
+        if any(c in PASSWORD_MARKS for c in value):
+            assert url_encoded(value) != value
+    script = ("urlenc() { local s=$1 out='' c i\n"
+              "  for ((i = 0; i < ${#s}; i++)); do c=${s:i:1}\n"
+              "    case $c in [A-Za-z0-9._~-]) out+=$c ;; *) printf -v c '%%%02X' \"'$c\"; "
+              "out+=$c ;; esac\n"
+              "  done; printf '%s' \"$out\"; }\n"
+              'for v in "$@"; do urlenc "$v"; echo; done')
+    ascii = values[:-1]
+    done = subprocess.run(["bash", "-c", script, "x", *ascii], capture_output=True,
+                          text=True, check=True, env={"LC_ALL": "C", "PATH": os.environ["PATH"]})
+    assert done.stdout.splitlines() == [url_encoded(v) for v in ascii]
+    result, _ = _rotation(Path("/nonexistent"), 1, LEVELS[0])
+    assert script.split("\n  done")[0].split("\n")[1] in result.solution  # the same function
+
+
+def test_every_syntax_backup_and_look_alike_occurs_across_seeds(tmp_path):
+    from taskloom.generators.procedural.primitives.security import Credential, url_encoded
+
+    seen: set[str] = set()
+    for seed in range(40):
+        difficulty = LEVELS[seed % len(LEVELS)]
+        result, world = _rotation(tmp_path, seed, difficulty)
+        files = {p.rsplit("/share/", 1)[1]: s.content.decode() for p, s in world.files.items()
+                 if "/share/" in p}
+        text = result.instruction
+        old = (text.split("current value is `")[1].split("`")[0]
+               if "current value is `" in text else None)
+        ini = next(t for p, t in files.items() if p.endswith(".ini") and "logging" not in p)
+        values = re.findall(r"^(?:password|api_key) = (.*)$", ini, re.M)
+        old = old or values[0]
+        assert old == values[0] and len(values) == 2
+        assert values[1] != old and old not in values[1]  # the same key, another value
+        kinds = {
+            "ini": f" = {old}\n" in ini,
+            "env": any(f"={old}\n" in t for p, t in files.items() if p.endswith(".env")),
+            "dotenv": "deploy/.env" in files,
+            "yaml": any(f': "{old}"' in t or f": '{old}'" in t for p, t in files.items()
+                        if p.endswith(".yaml")),
+            "json": any(f'": "{old}"' in t for p, t in files.items() if p.endswith(".json")),
+            "url-env": any(f":{url_encoded(old)}@" in t for p, t in files.items()
+                           if p.endswith(".env")),
+            "url-yaml": any(f":{url_encoded(old)}@" in t for p, t in files.items()
+                            if p.endswith(".yaml")),
+            "systemd": any(p.endswith(".service") and f"={old}\n" in t
+                           for p, t in files.items()),
+            "systemd-quoted": any(p.endswith(".service") and f'={old}"' in t
+                                  for p, t in files.items()),
+            "api-key": "API key" in text,
+            "look-alike": any(old[:10] in t.replace(old, "") for t in files.values()),
+            "bak": any(p.endswith(".ini.bak") and old in t for p, t in files.items()),
+            "orig": any(p.endswith(".orig") and old in t for p, t in files.items()),
+            "tilde": any(p.endswith("~") and old in t for p, t in files.items()),
+            "clean-backup": "config/logging.ini.bak" in files,
+            "spaced-name": any(" " in p for p in files),
+            "vault-file": "/var/lib/vault/" in text,
+            "stated-new": "the new value is `" in text,
+            "read-old": "setting of the `[" in text,
+        }
+        seen |= {name for name, there in kinds.items() if there}
+        assert kinds["ini"] and kinds["bak"] and (kinds["url-env"] or kinds["url-yaml"])
+        cred = Credential("database password", "database", "password", "X", old, "N3w!x")
+        for content in files.values():  # every occurrence goes, in its URL form too
+            after = cred.rotate(content.encode())
+            assert old.encode() not in after and url_encoded(old).encode() not in after
+            assert after.count(b"N3w!x") + after.count(b"N3w%21x") == \
+                content.count(old) + content.count(url_encoded(old))
+    assert seen == {"api-key", "ini", "env", "dotenv", "yaml", "json", "url-env", "url-yaml",
+                    "systemd", "systemd-quoted", "look-alike", "bak", "orig", "tilde",
+                    "clean-backup", "spaced-name", "vault-file", "stated-new", "read-old"}
+
+
+def test_the_rotation_tightens_modes_only_on_the_last_step_and_is_deterministic(tmp_path):
+    final = [_rotation(tmp_path, seed, LEVELS[1], steps=1)[0] for seed in range(12)]
+    assert any(any(c.label.startswith("the files holding") for c in r.checks) for r in final)
+    assert any("chown" in r.solution and "step" not in r.solution for r in final)
+    middle = [_rotation(tmp_path, seed, LEVELS[1])[0] for seed in range(12)]
+    assert not any("chown" in r.solution for r in middle)
+    one, two = (_draft("security.rotate_credential", 7, LEVELS[2]) for _ in range(2))
+    assert one.task.instruction == two.task.instruction
+    assert [f.content for f in one.task.environment] == [f.content for f in two.task.environment]
+    assert [f.content for f in one.task.tests] == [f.content for f in two.task.tests]

@@ -248,6 +248,13 @@ CUES: tuple[tuple[re.Pattern, tuple[str, ...]], ...] = (
                 r"where\s+\w+\s+(?:is|equals|matches)|where\s+\w+\s*(?:=|==|>|<))", re.I),
      ("text.filter_lines", "csv.filter_rows", "json.filter_records")),
     (re.compile(r"\bcop(?:y|ies|ying)\b", re.I), ("files.copy_matching",)),
+    # a credential replaced wherever it is used, or one setting of one named file
+    (re.compile(r"\brotat\w*|\beverywhere\b|\bwherever\b|\b(?:all|every|each)\s+(?:the\s+|of\s+"
+                r"the\s+)?(?:config\w*|settings?|files?)\b", re.I),
+     ("security.rotate_credential",)),
+    (re.compile(r"^(?!.*\b(?:rotat\w*|everywhere|wherever|all|every|each)\b).*\b(?:set|change|"
+                r"update|edit)\w*\b.*\b(?:in|of)\s+\S+\.(?:ini|conf|cfg|toml|env)\b", re.I),
+     ("config.set_value",)),
     (re.compile(r"\bsort(?:s|ed|ing)?\b|\border(?:ed)? by\b", re.I),
      ("csv.sort_rows", "json.sort_records", "text.sort_unique")),
     (re.compile(r"\bhow many\b(?!.*\b(?:each|per|every|by)\b)", re.I), ("text.count_lines",)),
@@ -264,12 +271,17 @@ OUT_OF_SCOPE: tuple[tuple[re.Pattern, str], ...] = (
                 r"undefined reference|link(?:er| time)|c\+\+|c project)\b",
                 re.I), "compiling code"),
     (re.compile(r"\b(?:train(?:s|ed|ing)?\b.*\b(?:model|classifier|network)|classifier|"
-                r"(?:logistic|linear)\s+regression|random forest|xgboost|k-?means|"
+                r"logistic\s+regression|random forest|xgboost|k-?means|"
                 r"machine learning|neural net(?:work)?s?|fine-?tun(?:e|ing))\b", re.I),
      "machine learning"),
     (re.compile(r"\b(?:set(?:ting)? up|install(?:ing)?|configur(?:e|ing)|deploy(?:ing)?|run"
                 r"(?:ning)?)\b.*\b(?:web|http|mail|dns|database|ftp|vpn)\s+servers?\b|"
                 r"\b(?:tls|ssl)\b|\bcertificates?\b", re.I), "setting up servers"),
+    # The machine's own settings: its clock, time zone and locales.
+    (re.compile(r"\b(?:system(?:'s)?\s+time\s*zone|time\s*zone\s+of\s+the\s+(?:system|"
+                r"machine|server|host)|timedatectl|locale-gen|(?:generate|install)\s+(?:the\s+)?"
+                r"[a-z]{2}_[A-Z]{2}(?:\.utf-?8)?\s+locale|system\s+locale)\b", re.I),
+     "changing the system's time zone or locale"),
     (re.compile(r"\b(?:transcod\w*|ffmpeg|imagemagick|(?:resiz|crop|watermark)"
                 r"\w*\s+(?:(?:the|all|every|our|my)\s+)*(?:\w+\s+)?(?:images?|photos?|pictures?|"
                 r"videos?|jpe?gs?|pngs?|gifs?)|(?:audio|video)\s+tracks?|seconds?\s+off|\bfps|"
@@ -278,7 +290,8 @@ OUT_OF_SCOPE: tuple[tuple[re.Pattern, str], ...] = (
      "editing images, audio or video"),
     (re.compile(r"\b(?:merg|split|sign|fill)\w*\b.*\bpdfs?\b|\bpdfs?\b.*\b(?:merg|split)\w*\b",
                 re.I), "editing PDF documents"),
-    (re.compile(r"\b(?:dns|mx|cname)\s+(?:records?|zones?|entr(?:y|ies))|\bzone files?\b",
+    (re.compile(r"\b(?:dns|mx|cname)\s+(?:records?|zones?|entr(?:y|ies))|\bzone files?\b|"
+                r"\bbind9?\s+server\b|\bnamed\.conf\b|\b(?-i:A|AAAA|PTR)\s+records?\b",
                 re.I), "managing DNS"),
     (re.compile(r"^\s*e-?mail\b(?!\s+(?:address|column|field|list))|\bsend\w*\s+(?:\w+\s+)?"
                 r"(?:an?\s+)?e-?mails?\b(?!\s+(?:address|column|field))", re.I), "sending email"),

@@ -2,7 +2,8 @@
 
 ```
 [[type]]      name, parent (subtype of), source (can be made as input data), description
-[[skill]]     id, name, category, consumes, produces, tools, description
+[[category]]  name, work (the kind of work its skills are), why (the reason for that work)
+[[skill]]     id, name, category, consumes, produces, tools, description, work (overrides)
 [[scenario]]  id, title, domain, description, skills = [skill ids]
 ```
 
@@ -11,6 +12,11 @@ scenario uses a skill. A workflow path alternates skill → scenario → skill; 
 skills chain when the first produces a type the second consumes (or a subtype of it).
 `load_graph` checks the whole file before anything uses it and reports every problem
 with the file and the entry that has it.
+
+A skill's **work** is the kind of work a task ending in it is (`work_of`): the skill's own
+`work`, else its category's, else the category's name. The planner gives every kind of
+work an equal share of a run's tasks; the shipped graph names works as Terminal-Bench 2.0
+names its task categories, so a corpus's breadth reads against that benchmark's.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from taskloom.errors import GraphError
 from taskloom.models import Frozen
 
 DEFAULT_GRAPH = Path(__file__).with_name("data") / "default.toml"
+TABLES = (("type", "name"), ("category", "name"), ("skill", "id"), ("scenario", "id"))
 
 
 class ArtifactType(Frozen):
@@ -35,6 +42,14 @@ class ArtifactType(Frozen):
     parent: str | None = Field(default=None, description="Supertype, e.g. log_file for app_log.")
     source: bool = Field(default=False, description="Can be generated as a task's input data.")
     description: str = Field(default="", description="What a value of this type is.")
+
+
+class Category(Frozen):
+    """A category of skills, and the kind of work its skills are."""
+
+    name: str = Field(description="Category name, as skills' `category` spell it.")
+    work: str = Field(description="The kind of work, e.g. 'data-processing'.")
+    why: str = Field(default="", description="Why the category is that kind of work.")
 
 
 class Skill(Frozen):
@@ -49,6 +64,8 @@ class Skill(Frozen):
     description: str = Field(description="One sentence: what a person does with it.")
     phrases: tuple[str, ...] = Field(default=(), description="Everyday ways people ask for "
                                      "it, in their words (matched against requests).")
+    work: str | None = Field(default=None, description="The kind of work, where it is not "
+                             "its category's.")
 
 
 class Scenario(Frozen):
@@ -65,6 +82,7 @@ class GraphData(Frozen):
     """The content of one or more graph files, merged."""
 
     types: tuple[ArtifactType, ...] = Field(description="Artifact types.")
+    categories: tuple[Category, ...] = Field(default=(), description="Skill categories.")
     skills: tuple[Skill, ...] = Field(description="Skills.")
     scenarios: tuple[Scenario, ...] = Field(description="Scenarios.")
 
@@ -76,6 +94,7 @@ class SkillGraph:
     def __init__(self, data: GraphData) -> None:
         self.data = data
         self.types = {t.name: t for t in data.types}
+        self.categories = {c.name: c for c in data.categories}
         self.skills = {s.id: s for s in data.skills}
         self.scenarios = {s.id: s for s in data.scenarios}
         self.graph = nx.Graph()
@@ -110,6 +129,12 @@ class SkillGraph:
         """Skill ids a scenario uses, sorted."""
         return sorted(n.split(":", 1)[1] for n in self.graph.neighbors(scenario_node(scenario_id)))
 
+    def work_of(self, skill_id: str) -> str:
+        """The kind of work a task ending in this skill is (module docstring)."""
+        skill = self.skills[skill_id]
+        category = self.categories.get(skill.category)
+        return skill.work or (category.work if category else skill.category)
+
     def is_source(self, skill_id: str) -> bool:
         """True when a skill can start a workflow (its input can be generated as data)."""
         consumes = self.skills[skill_id].consumes
@@ -139,6 +164,7 @@ class SkillGraph:
             "scenarios": len(self.scenarios),
             "types": len(self.types),
             "categories": dict(sorted(Counter(s.category for s in self.skills.values()).items())),
+            "works": dict(sorted(Counter(self.work_of(s) for s in self.skills).items())),
             "domains": dict(sorted(Counter(s.domain for s in self.scenarios.values()).items())),
             "transitions": len(self.transitions()),
             "source_skills": sum(self.is_source(s) for s in self.skills),
@@ -168,7 +194,7 @@ def load_graph(extra: list[Path] | None = None, *, include_default: bool = True)
     files = ([DEFAULT_GRAPH] if include_default else []) + list(extra or [])
     if not files:
         raise GraphError("no skill graph file given", fix="pass --graph FILE")
-    merged: dict[str, dict[str, tuple[Path, dict]]] = {"type": {}, "skill": {}, "scenario": {}}
+    merged: dict[str, dict[str, tuple[Path, dict]]] = {kind: {} for kind, _ in TABLES}
     for path in files:
         for kind, key, entry in _entries(path):
             merged[kind][entry[key]] = (path, entry)
@@ -192,12 +218,13 @@ def _entries(path: Path) -> list[tuple[str, str, dict]]:
     except tomllib.TOMLDecodeError as exc:
         raise GraphError(f"is not valid TOML: {exc}", path=path,
                          fix="fix the TOML syntax at the position shown") from exc
-    unknown = set(document) - {"type", "skill", "scenario"}
+    unknown = set(document) - {kind for kind, _ in TABLES}
     if unknown:
         raise GraphError(f"unknown table(s) {sorted(unknown)}", path=path,
-                         fix="use only [[type]], [[skill]] and [[scenario]] entries")
+                         fix="use only " + ", ".join(f"[[{kind}]]" for kind, _ in TABLES) +
+                             " entries")
     found = []
-    for kind, key in (("type", "name"), ("skill", "id"), ("scenario", "id")):
+    for kind, key in TABLES:
         for position, entry in enumerate(document.get(kind, []), start=1):
             if not isinstance(entry, dict) or not isinstance(entry.get(key), str):
                 raise GraphError(f"{kind} entry #{position} has no string `{key}`",
@@ -209,8 +236,8 @@ def _entries(path: Path) -> list[tuple[str, str, dict]]:
 
 def _build(merged) -> tuple[GraphData | None, list[str]]:
     problems: list[str] = []
-    built: dict[str, list] = {"type": [], "skill": [], "scenario": []}
-    models = {"type": ArtifactType, "skill": Skill, "scenario": Scenario}
+    built: dict[str, list] = {kind: [] for kind, _ in TABLES}
+    models = {"type": ArtifactType, "category": Category, "skill": Skill, "scenario": Scenario}
     for kind, entries in merged.items():
         for ident, (path, entry) in sorted(entries.items()):
             try:
@@ -222,13 +249,13 @@ def _build(merged) -> tuple[GraphData | None, list[str]]:
                                     f"{error['msg']}")
     if problems:
         return None, problems
-    return GraphData(types=tuple(built["type"]), skills=tuple(built["skill"]),
-                     scenarios=tuple(built["scenario"])), problems
+    return GraphData(types=tuple(built["type"]), categories=tuple(built["category"]),
+                     skills=tuple(built["skill"]), scenarios=tuple(built["scenario"])), problems
 
 
 def check_graph(data: GraphData, origin: dict[str, dict[str, Path]] | None = None) -> list[str]:
     """Every consistency problem: dangling references, unreachable nodes, type mismatches."""
-    origin = origin or {"type": {}, "skill": {}, "scenario": {}}
+    origin = origin or {kind: {} for kind, _ in TABLES}
 
     def where(kind: str, ident: str) -> str:
         path = origin.get(kind, {}).get(ident)

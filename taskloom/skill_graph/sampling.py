@@ -5,6 +5,10 @@ skill → scenario → skill, where the next skill shares the scenario and consu
 previous one produces. Weights favour what a plain random walk would rarely visit: a skill
 is weighted by 1 / (number of scenarios it is in), a transition by 1 / (1 + the number of
 skills that lead into the next skill). Higher tool breadth prefers steps that add tools.
+A `goal` (a set of skills) makes the walk end in it: each step only goes where a goal skill
+is exactly as many transitions away as steps are left (`reaching`), and of equally long
+paths one that ends in the goal wins. Where no path of the wanted length ends in the goal,
+the walk goes on as if there were none.
 Every choice comes from the `random.Random` passed in, seeded per item by the planner.
 """
 
@@ -48,6 +52,22 @@ class PathSampler:
         self.starts = sorted(s for s in self.allowed if graph.is_source(s))
         if not self.starts:
             raise ValueError("no allowed skill can start a path (none consumes a source type)")
+        self.leads_to: dict[str, list[str]] = {skill: [] for skill in self.allowed}
+        for first, second in graph.transitions():
+            if first in self.allowed and second in self.allowed:
+                self.leads_to[second].append(first)
+        self._reaching: dict[frozenset[str], list[set[str]]] = {}
+
+    def reaching(self, goal: frozenset[str], steps: int) -> set[str]:
+        """Allowed skills from which a goal skill is exactly `steps` transitions away.
+
+        Counted over every scenario's transitions, as a walk without a scenario moves (a
+        walk that may not repeat a skill can still miss); cached per goal.
+        """
+        layers = self._reaching.setdefault(goal, [set(goal) & self.allowed])
+        while len(layers) <= steps:
+            layers.append({earlier for skill in layers[-1] for earlier in self.leads_to[skill]})
+        return layers[steps]
 
     def skill_weight(self, skill: str) -> float:
         """Inverse of how often a random walk lands on the skill."""
@@ -55,7 +75,8 @@ class PathSampler:
 
     def sample(self, rng: random.Random, length: int, *, tool_breadth: int = 1,
                scenario: str | None = None, start: str | None = None,
-               steering: Steering | None = None) -> SampledPath:
+               steering: Steering | None = None,
+               goal: frozenset[str] | None = None) -> SampledPath:
         """The best path of up to `length` skills found in a bounded number of attempts.
 
         Args:
@@ -66,13 +87,15 @@ class PathSampler:
             start: Begin the path with this skill (on-demand requests).
             steering: Coverage so far: of several equally good paths, the one whose skills
                 and transitions the corpus has used least is returned.
+            goal: End the path in one of these skills where the length allows.
         """
         return self.sample_ranked(rng, length, tool_breadth=tool_breadth, scenario=scenario,
-                                  start=start, steering=steering)[0]
+                                  start=start, steering=steering, goal=goal)[0]
 
     def sample_ranked(self, rng: random.Random, length: int, *, tool_breadth: int = 1,
                       scenario: str | None = None, start: str | None = None,
-                      steering: Steering | None = None) -> list[SampledPath]:
+                      steering: Steering | None = None,
+                      goal: frozenset[str] | None = None) -> list[SampledPath]:
         """Equally good paths (length, tool breadth), the most novel first when steering.
 
         Without steering this is the one path `sample` returns; with it, up to
@@ -81,20 +104,20 @@ class PathSampler:
         """
         target_tools = TOOL_TARGETS[tool_breadth]
         best: SampledPath | None = None
-        best_score = (-1, -1)
+        best_score = (-1, -1, -1)
         ties: list[SampledPath] = []  # equally good paths, for steering to choose from
         wanted = 1 if steering is None else steering.candidates
         for _ in range(ATTEMPTS):
-            path = self._walk(rng, length, tool_breadth, scenario, start)
+            path = self._walk(rng, length, tool_breadth, scenario, start, goal)
             if path is None:
                 continue
-            score = (min(len(path.skills), length), min(len(path.tools(self.graph)),
-                                                        target_tools))
+            score = (min(len(path.skills), length), goal is None or path.skills[-1] in goal,
+                     min(len(path.tools(self.graph)), target_tools))
             if score > best_score:
                 best, best_score, ties = path, score, [path]
             elif score == best_score:
                 ties.append(path)
-            if score == (length, target_tools) and len(ties) >= wanted:
+            if score == (length, True, target_tools) and len(ties) >= wanted:
                 break
         if best is None:
             raise ValueError(f"no path can start in scenario {scenario!r}" if scenario else
@@ -105,12 +128,14 @@ class PathSampler:
         return sorted(ties, key=lambda path: -steering.novelty(path.skills))
 
     def _walk(self, rng: random.Random, length: int, tool_breadth: int,
-              scenario: str | None, start: str | None = None) -> SampledPath | None:
+              scenario: str | None, start: str | None = None,
+              goal: frozenset[str] | None = None) -> SampledPath | None:
         graph = self.graph
         starts = [start] if start else [s for s in self.starts
                                         if scenario is None or s in graph.skills_of(scenario)]
         if not starts:
             return None
+        starts = self._on_course(starts, goal, length - 1)
         first = _weighted(rng, starts, [self.skill_weight(s) for s in starts])
         skills, via = [first], []
         tools = set(graph.skills[first].tools)
@@ -133,6 +158,11 @@ class PathSampler:
                         weights.append(weight)
             if not options:
                 break
+            # Steps after this one: go where the goal is that many steps away.
+            on_course = set(self._on_course([c for _, c in options], goal,
+                                            length - len(skills) - 1))
+            weights = [w for (_, c), w in zip(options, weights, strict=True) if c in on_course]
+            options = [option for option in options if option[1] in on_course]
             linking, chosen = _weighted(rng, options, weights)
             skills.append(chosen)
             via.append(linking)
@@ -144,6 +174,14 @@ class PathSampler:
         else:
             framing = rng.choice(graph.scenarios_of(first))
         return SampledPath(tuple(skills), tuple(via), framing)
+
+    def _on_course(self, skills: list[str], goal: frozenset[str] | None,
+                   left: int) -> list[str]:
+        """The skills `left` steps from the goal (all of them, when none is or no goal)."""
+        if goal is None:
+            return skills
+        course = self.reaching(goal, left)
+        return [s for s in skills if s in course] or skills
 
 
 def _weighted(rng: random.Random, items: list, weights: list[float]):

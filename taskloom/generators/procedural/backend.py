@@ -60,6 +60,14 @@ class ProceduralPlanner:
         if settings.skills:
             allowed &= set(settings.skills)
         self.sampler = PathSampler(graph, allowed)
+        # Every kind of work gets an equal share of the run, and every skill an equal share
+        # of its work's: item i draws a work, then an order of its skills, and its path ends
+        # in the first of them that can end a path of its length (`realize`).
+        ends = allowed & set(graph.skills_of(settings.scenario)) if settings.scenario else allowed
+        works: dict[str, list[str]] = {}
+        for skill in sorted(ends):
+            works.setdefault(graph.work_of(skill), []).append(skill)
+        self.works = dict(sorted(works.items()))
 
     def plan(self, index: int, coverage: CoverageSnapshot | None = None) -> Blueprint:
         """The blueprint of item `index`: the first sampled path the generator can realize.
@@ -73,27 +81,36 @@ class ProceduralPlanner:
         rng = rng_for(self.settings.seed, "plan", index)
         drawn = {name: rng.choice((1, 2, 3)) for name in DIMENSIONS}
         difficulty = Difficulty(**{**drawn, **self.settings.difficulty})
+        work = rng.choice(list(self.works.values()))
+        goal = tuple(rng.sample(work, len(work)))
         return self.realize(rng, difficulty, index=index,
                             seed=derive_seed(self.settings.seed, "generate", index),
-                            scenario=self.settings.scenario, steering=steering)
+                            scenario=self.settings.scenario, steering=steering, goal=goal)
 
     def realize(self, rng: random.Random, difficulty: Difficulty, *, index: int, seed: int,
                 scenario: str | None = None, start: str | None = None,
-                numbers: tuple[int, ...] = (), steering: Steering | None = None) -> Blueprint:
+                numbers: tuple[int, ...] = (), steering: Steering | None = None,
+                goal: tuple[str, ...] = ()) -> Blueprint:
         """The first sampled blueprint the generator can assemble.
 
         Tries the length the difficulty asks for, then shorter ones: a slightly shorter task
-        beats an unrealizable one (the stored difficulty says what was achieved).
+        beats an unrealizable one (the stored difficulty says what was achieved). With a
+        `goal` (skills in order of preference) the path ends in the first goal skill that
+        can end a path of the length tried, and the length is at most the longest such.
         """
         low, high = STEP_RANGES[difficulty.steps]
         length = rng.randint(low, high)
+        if goal:
+            length = max((n for n in range(1, length + 1) if self._ending(goal, n)),
+                         default=length)
         fallback = None
         for wanted in [length] * PLAN_ATTEMPTS + list(range(length - 1, 0, -1)) * 5:
             # Steered: the most novel realizable one of several equally good paths (the
             # rarest transitions are often rare because they cannot be realized).
+            end = self._ending(goal, wanted)
             for path in self.sampler.sample_ranked(
                     rng, wanted, tool_breadth=difficulty.tool_breadth, scenario=scenario,
-                    start=start, steering=steering):
+                    start=start, steering=steering, goal=frozenset({end}) if end else None):
                 achieved = next(level for level, (lo, hi) in STEP_RANGES.items()
                                 if lo <= len(path.skills) <= hi)
                 blueprint = Blueprint(index=index, seed=seed, scenario=path.scenario,
@@ -104,6 +121,12 @@ class ProceduralPlanner:
                 if self.realizable(blueprint):
                     return blueprint
         return fallback
+
+    def _ending(self, goal: tuple[str, ...], length: int) -> str | None:
+        """The first goal skill that some path of `length` skills ends in, if any."""
+        starts = set(self.sampler.starts)
+        return next((skill for skill in goal
+                     if starts & self.sampler.reaching(frozenset({skill}), length - 1)), None)
 
     def realizable(self, blueprint: Blueprint) -> bool:
         """True when the generator can assemble the blueprint within its first attempts.

@@ -168,6 +168,30 @@ def _untrusted(program, args, path):
                               extra_groups=[], preexec_fn=_no_new_privileges)
 
 
+def _stamp(path):
+    """A file's bytes and (atime, mtime) in ns, to put it back as it was with `_swap`."""
+    info = os.stat(path)
+    return path.read_bytes(), (info.st_atime_ns, info.st_mtime_ns)
+
+
+def _swap(path, content, times=None):
+    """Give `path` new content as a new file renamed over it (as a delivery would), with the
+    old file's owner and mode, and `times` (atime, mtime in ns) when given."""
+    info = os.stat(path)
+    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=".taskloom-")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(content)
+        os.chown(temp, info.st_uid, info.st_gid)
+        os.chmod(temp, stat.S_IMODE(info.st_mode))
+        if times:
+            os.utime(temp, ns=times)
+        os.replace(temp, path)
+    finally:
+        if os.path.lexists(temp):
+            os.unlink(temp)
+
+
 def _no_new_privileges():
     """No setuid program the agent left (a copy of bash, say) makes nobody root again."""
     import ctypes

@@ -22,9 +22,12 @@ from taskloom.generators.procedural.primitives import (  # noqa: F401 - each reg
     jsondata,
     logs,
     perms,
+    scheduling,
     scripting,
     security,
+    services,
     sqlite,
+    statistics,
     text,
 )
 from taskloom.generators.procedural.primitives.base import PRIMITIVES, SOURCES

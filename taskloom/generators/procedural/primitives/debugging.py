@@ -140,31 +140,14 @@ class JobRuns(Assertion):
             "assert source.is_file() and not source.is_symlink(), f'{source} is gone'",
             f"listing = Path(os.path.realpath({self.watchlist!r}))",
             f"assert listing.is_file(), f'the watch list {self.watchlist} is gone'",
-            "def swap(path, data, times=None):",
-            "    info = os.stat(path)",
-            "    handle, temp = tempfile.mkstemp(dir=path.parent, prefix='.taskloom-')",
-            "    try:",
-            "        with os.fdopen(handle, 'wb') as out:",
-            "            out.write(data)",
-            "        os.chown(temp, info.st_uid, info.st_gid)",
-            "        os.chmod(temp, stat.S_IMODE(info.st_mode))",
-            "        if times:",
-            "            os.utime(temp, ns=times)",
-            "        os.replace(temp, path)",
-            "    finally:",
-            "        if os.path.lexists(temp):",
-            "            os.unlink(temp)",
-            "def stamp(path):",
-            "    info = os.stat(path)",
-            "    return path.read_bytes(), (info.st_atime_ns, info.st_mtime_ns)",
-            "kept, listed = stamp(source), stamp(listing)",
+            "kept, listed = _stamp(source), _stamp(listing)",
             "before = report.read_bytes() if report.is_file() else None",
             "env = {'PATH': " + repr(CRON_PATH) + ", 'HOME': home, 'LOGNAME': user, "
             "'USER': user, 'SHELL': '/bin/sh'}",
             "actual, swapped = [], []",
             "try:",
             f"    for path, data in ((listing, {self.words!r}), (source, {self.content!r})):",
-            "        swap(path, data)",
+            "        _swap(path, data)",
             "        swapped.append(path)",
             "        done = subprocess.run([script], capture_output=True, timeout=30, env=env, "
             "cwd=home, user=uid, group=gid, extra_groups=groups, "
@@ -177,7 +160,7 @@ class JobRuns(Assertion):
             "finally:",
             "    for path, (data, times) in ((listing, listed), (source, kept)):",
             "        if path in swapped:",
-            "            swap(path, data, times)",
+            "            _swap(path, data, times)",
             "    if before is not None and report.is_file() and not report.is_symlink():",
             "        with open(report, 'r+b') as handle:",
             "            handle.write(before)",
@@ -609,19 +592,40 @@ def broken_job(ctx: StepContext, source) -> tuple[StepResult, Cause]:
     reads = source.phrase
     if len(source.phrase) == 1:  # a hidden step's result, named by a letter
         reads = f"`{source.path}` (which must hold {source.phrase}: write it there first)"
-    what = ("one line `WORD COUNT` for each word of its watch list, in the order of the "
-            "list, COUNT being the number of lines of the input that contain WORD (plain "
-            "text, case-sensitive)")
-    rules = (f"The checks run the job again that way (as `{user}`, from its home directory, "
-             "with only cron's variables: HOME, LOGNAME, SHELL and PATH=/usr/bin:/bin) with "
-             f"a changed watch list at {job.watchlist}, on today's and on new content of "
-             f"{job.input} (in the same format as today's), each written as a new file in "
-             f"place of the old: the job must keep reading {job.input} and {job.watchlist} "
-             f"and writing {output}, and compute the report on every run. Leave {job.input} "
-             "itself as it is, do not make any file or directory world-writable, and keep "
-             f"the job's files (its script, its settings file {job.env}, the input, the watch "
-             "list, the report folder and the report, and whatever they link to) out of "
-             "world-writable directories.")
+    what = ctx.phrase([
+        "one line `WORD COUNT` for each word of its watch list, in the order of the list, "
+        "COUNT being the number of lines of the input that contain WORD (plain text, "
+        "case-sensitive)",
+        "for every word of its watch list, in list order, a line `WORD COUNT` where COUNT "
+        "is how many input lines contain that word (case-sensitive, plain text)",
+        "a line `WORD COUNT` per watch-list word (same order as the list; COUNT = the "
+        "number of input lines containing WORD, plain text, case matters)"])
+    files = (f"its script, its settings file {job.env}, the input, the watch list, the "
+             "report folder and the report, and whatever they link to")
+    cron_env = "HOME, LOGNAME, SHELL and PATH=/usr/bin:/bin"
+    rules = ctx.phrase([
+        f"The checks run the job again that way (as `{user}`, from its home directory, with "
+        f"only cron's variables: {cron_env}) with a changed watch list at {job.watchlist}, "
+        f"on today's and on new content of {job.input} (in the same format as today's), "
+        "each written as a new file in place of the old: the job must keep reading "
+        f"{job.input} and {job.watchlist} and writing {output}, and compute the report on "
+        f"every run. Leave {job.input} itself as it is, do not make any file or directory "
+        f"world-writable, and keep the job's files ({files}) out of world-writable "
+        "directories.",
+        f"How it is judged: the job is run again as `{user}` from its home directory with "
+        f"cron's variables only ({cron_env}), after {job.watchlist} and {job.input} are "
+        "replaced by new files (a different watch list; today's and then new input in "
+        "today's format). So the job has to go on reading those two paths and writing "
+        f"{output}, and must compute the report each time it runs. Do not edit {job.input}; "
+        "nothing may become world-writable, and none of the job's files "
+        f"({files}) may sit in a world-writable directory.",
+        f"Constraints: {job.input} stays untouched; no file or directory may be made "
+        f"world-writable, nor may any of the job's files ({files}) live in a world-writable "
+        f"directory. The fix is verified by re-running the job as `{user}` (from its home, "
+        f"with just {cron_env} set, as cron does) against a new watch list at "
+        f"{job.watchlist} and against today's and fresh content of {job.input} in the same "
+        "format, each put in place as a new file, so the job must keep reading those paths, "
+        f"keep writing {output} and really compute the report on every run."])
     sentence = ctx.phrase([
         f"The nightly job {job.script} has stopped working: it fails and {output} is no "
         f"longer updated. It runs from the crontab of the user `{user}` (`{cron}`); to run "

@@ -1,4 +1,4 @@
-"""Security hygiene primitives: secrets scrubbed from files, a leaked secret purged from git.
+"""Security hygiene primitives: secrets scrubbed, a secret purged from git, a password rotated.
 
 Secrets are realistic but fake, drawn from `ctx.rng`: passwords, API tokens (`ghp_...`,
 `sk_live_...`), AWS access key ids and secret keys, private key blocks. Beside them sit
@@ -23,12 +23,21 @@ no other entry (ignored, empty or hidden ones included), and `.git/objects` noth
 git's own loose objects, packs and `info/` files; every entry below the tree or repository
 is scanned for the secrets in its name, link target, extended attributes and bytes, as
 they are and decompressed (gzip, bzip2, xz, zlib, zip and tar members, git packs and
-bundles, a few levels deep). The same scan covers the places a copy is usually left: the
+bundles, up to 32 layers deep). The same scan covers the places a copy is usually left: the
 folder around the tree or repository and `/tmp`, `/var/tmp`, `/var/backups` (`ELSEWHERE`),
 all of which the instruction names. Its limit: a copy elsewhere on the disk (`/root`,
-where the agent's own tooling and package caches live, `/opt`, ...), or one encoded in a
-way the scan does not undo (base64, encryption, a split secret), is not seen; the
-instruction forbids copies anywhere, but only these places are checked.
+where the agent's own tooling and package caches live, and where an agent's transcript may
+quote the secret), or one encoded in a way the scan does not undo (base64, encryption, a
+split secret), is not seen; the instruction forbids copies in the places checked, no more.
+
+A rotation plants one credential in config files of several syntaxes (INI, YAML, .env,
+JSON, a URL's user-info, where it is percent-encoded, a systemd unit) and stale backups of
+them, beside other credentials under the same key or sharing its prefix. `Credential`
+says what the rotation does to a file's bytes; the reference (sed) and the alternative
+(python) follow the instruction's words. Its scan for the old value (plain and encoded)
+looks further, below the folders people keep config backups in (`STASHES`); still not in
+/root, nor in what the scan cannot read (an encoding, a process's memory or arguments).
+Modes and owners are tightened only on the last step, where no later step sets them.
 """
 
 from __future__ import annotations
@@ -41,7 +50,7 @@ from dataclasses import dataclass, replace
 
 from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import Commit, FileTree, GitRepo, TreeFile
-from taskloom.generators.procedural.checks import Assertion, CommandText, FileDigests
+from taskloom.generators.procedural.checks import Assertion, CommandText, FileDigests, Modes
 from taskloom.generators.procedural.primitives._history import (  # a rewritten commit is
     NewCommit,  # a NewCommit to every later git step
     commit_hashes,
@@ -157,6 +166,8 @@ class ScrubRules:
                 [(prefix + rb".+$", rb"\1" + place)])
         if not self.empty:
             subs.append((prefix + rb"$", rb"\1" + place))
+        compiled = [(re.compile(pattern, flags), lambda m, r=repl: m.expand(r))
+                    for pattern, repl in subs]
         out: list[bytes] = []
         inside = False
         for line in data.split(b"\n"):
@@ -171,16 +182,17 @@ class ScrubRules:
                 continue
             if self.aws:
                 line = aws.sub(lambda _: place, line)
-            for pattern, repl in subs:
-                line = re.sub(pattern, lambda m, r=repl: m.expand(r), line, count=1,
-                              flags=flags)
+            if b"=" in line or b":" in line:  # a setting line has one
+                for pattern, expand in compiled:
+                    line = pattern.sub(expand, line, count=1)
             out.append(line)
         return b"\n".join(out)
 
 
 # The body of a secret scan: `leaks(data)` is True when the bytes hold a secret, as they
 # are or once decompressed (gzip, bzip2, xz, zlib as git's loose objects, a zip's or a
-# tar's members, a git pack or bundle's objects), a few levels deep.
+# tar's members, a git pack or bundle's objects), up to 32 layers deep (a copy gzipped six
+# times is still a copy).
 _LEAKS = [
     "import bz2, gzip, io, lzma, zlib",
     "CAP = 1 << 28",
@@ -233,7 +245,7 @@ _LEAKS = [
     "    if any(secret in data for secret in secrets):",
     "        return True",
     "    try:",
-    "        inner = _inner(data) if depth < 4 else []",
+    "        inner = _inner(data) if depth < 32 else []",
     "    except Exception:",
     "        inner = []",
     "    return any(leaks(part, depth + 1) for part in inner)",
@@ -571,7 +583,7 @@ def scrub_secrets(ctx: StepContext, source) -> StepResult:
         raise NotApplicable("a planted secret escapes the rules")  # never, by construction
     place = rules.placeholder
     words = "`, `".join(SUFFIXES)
-    rule = (
+    rule = ctx.phrase([
         f"A secret is (1) the value of a setting line whose key ends, ignoring case, in "
         f"`{words}`: a setting line starts (after optional spaces or tabs) with a key made of "
         "letters, digits, `_`, `.` and `-`, then `=` or `:` with optional spaces or tabs "
@@ -584,10 +596,37 @@ def scrub_secrets(ctx: StepContext, source) -> StepResult:
         "`-----BEGIN ...PRIVATE KEY-----` (such as `-----BEGIN RSA PRIVATE KEY-----` or "
         "`-----BEGIN PRIVATE KEY-----`) and the next `-----END ...PRIVATE KEY-----` line "
         "become one single line holding only the placeholder, and both marker lines stay. "
-        "Other blocks (certificates, public keys) are no secrets.")
+        "Other blocks (certificates, public keys) are no secrets.",
+        "Three things count as secrets. Private keys: between a "
+        "`-----BEGIN ...PRIVATE KEY-----` line (`-----BEGIN PRIVATE KEY-----`, "
+        "`-----BEGIN RSA PRIVATE KEY-----` and the like) and the next "
+        "`-----END ...PRIVATE KEY-----` line, the body lines are replaced, together, by one "
+        "line that holds just the placeholder, while the BEGIN and END lines remain "
+        "(certificates and public keys are not secrets). AWS access key ids, anywhere in a "
+        "file: `AKIA` plus 16 capital letters or digits, not directly preceded or followed "
+        f"by a letter, digit or `_`. And settings whose key ends in `{words}` (case does "
+        "not matter), where a setting is a line made of optional spaces or tabs, a key of "
+        "letters, digits, `_`, `.` and `-`, then `=` or `:` (spaces or tabs allowed on "
+        "either side) and the value, which runs to the end of the line: the value is "
+        "replaced, except that quotes around it (double or single) stay and only what is "
+        "between them changes, and an empty value is left empty; lines that start with "
+        "`#` or `;` are comments, not settings.",
+        f"Secrets are: settings with a key ending in `{words}`, matched without regard to "
+        "case (a setting line is optional leading spaces or tabs, a key of letters, "
+        "digits, `_`, `.` or `-`, an `=` or `:` possibly surrounded by spaces or tabs, then "
+        "the value up to the end of the line; a double- or single-quoted value keeps its "
+        "quotes and only its inside is replaced; an empty value remains empty; `#` and `;` "
+        "lines are comments and never settings); AWS access key ids wherever they occur "
+        "(`AKIA` and then 16 characters that are capital letters or digits, with neither a "
+        "letter, a digit nor `_` immediately before or after); and private key bodies "
+        "(every line strictly between `-----BEGIN ...PRIVATE KEY-----`, e.g. "
+        "`-----BEGIN RSA PRIVATE KEY-----` or `-----BEGIN PRIVATE KEY-----`, and the next "
+        "`-----END ...PRIVATE KEY-----` collapses into a single placeholder line; the two "
+        "marker lines are kept). Blocks that are not private keys, such as certificates "
+        "and public keys, are left alone."])
     places = places_words(elsewhere(tree.path))
     copies = (
-        "Keep no copy of the secrets anywhere: add no file or folder to the tree (not even "
+        "Keep no copy of the secrets: add no file or folder to the tree (not even "
         "an empty one), keep the original text in no file name, folder name or extended "
         "attribute, and leave no backup, archive or other copy of the original files, "
         f"compressed or not, below {places}.")
@@ -874,3 +913,434 @@ def purge_git_secret(ctx: StepContext, source) -> StepResult:
         checks=checks, tools=("git", "grep", "sed"), side_effect=True,
         rules=tuple(Rule(name, stated, ignored) for seen, name, stated, ignored in candidates
                     if seen))
+
+
+# --- rotate_credential ---------------------------------------------------------------------
+
+# Characters of a generated password besides letters and digits: safe in every syntax the
+# credential is written in (INI, YAML and JSON strings, .env, systemd), none a sed
+# delimiter or replacement metacharacter, and each one percent-encoded in a URL.
+PASSWORD_MARKS = "!@+*"
+BACKUP_ENDS = (".bak", ".orig", "~")
+# Where a copy of a rotated credential is looked for: where people keep backups of config
+# files and scratch copies (system configs, service and vault folders, shared memory), not
+# /root, home of the agent's own tooling, nor the system's programs (see the module's
+# docstring).
+STASHES = ("/etc", "/home", "/media", "/mnt", "/opt", "/srv", "/tmp", "/usr/local", "/var",
+           "/dev/shm")
+
+
+def stashes(path: str) -> tuple[str, ...]:
+    """The folders a copy of the credential of the tree at `path` is looked for in."""
+    return tuple(p for p in elsewhere(path) if not p.startswith(tuple(
+        s + "/" for s in STASHES)) and p not in STASHES) + STASHES
+UNRESERVED = ALNUM + "-._~"
+
+
+def url_encoded(value: str) -> str:
+    """`value` as a URL's user-info writes it: `urllib.parse.quote(value, safe="")`."""
+    return "".join(c if c in UNRESERVED else "".join(f"%{b:02X}" for b in c.encode())
+                   for c in value)
+
+
+def _rotation_password(ctx: StepContext) -> str:
+    """A password with at least one mark, so its URL form differs from it."""
+    while True:
+        text = _random(ctx, ALNUM + PASSWORD_MARKS + "-_.", ctx.rng.randint(16, 22))
+        if text[0] in ALNUM and any(c.isdigit() for c in text) and \
+                any(c in PASSWORD_MARKS for c in text):
+            return text
+
+
+def _api_key(ctx: StepContext) -> str:
+    """A base64-like API key: letters, digits and at least one `+` (encoded in a URL)."""
+    while True:
+        text = _random(ctx, ALNUM + "+", ctx.rng.randint(28, 36))
+        if text[0] in ALNUM and "+" in text:
+            return "key_" + text
+
+
+def _look_alike(ctx: StepContext, value: str) -> str:
+    """Another credential sharing the first characters of `value` (a reused prefix)."""
+    keep = len(value) - ctx.rng.randint(4, 6)
+    while True:
+        tail = _random(ctx, ALNUM, len(value) - keep)
+        if tail[0] != value[keep]:
+            return value[:keep] + tail
+
+
+@dataclass(frozen=True)
+class Credential:
+    """The credential a rotation replaces, and how the config files name it."""
+
+    what: str  # "database password"
+    ini_section: str  # the INI section whose `ini_key` holds it
+    ini_key: str
+    env_key: str  # its variable in .env files and systemd units
+    old: str
+    new: str
+    other_section: str = "replica"  # another section, the same key, another credential
+    service: str = "db"  # the host's first label, the .env variables' prefix is its upper
+
+    @property
+    def old_url(self) -> str:
+        """The old value as a URL's user-info writes it."""
+        return url_encoded(self.old)
+
+    @property
+    def new_url(self) -> str:
+        """The new value as a URL's user-info writes it."""
+        return url_encoded(self.new)
+
+    def rotate(self, data: bytes) -> bytes:
+        """The bytes with the old value replaced, in its URL form too."""
+        return data.replace(self.old_url.encode(), self.new_url.encode()) \
+            .replace(self.old.encode(), self.new.encode())
+
+    def held(self, data: bytes) -> bool:
+        """True when the bytes hold the old value, as it is or URL-encoded."""
+        return self.old.encode() in data or self.old_url.encode() in data
+
+
+def _credential_files(ctx: StepContext, cred: Credential, svc: str,
+                      user: str) -> tuple[dict[str, str], dict[str, str]]:
+    """Config files using the credential in several syntaxes, look-alikes beside it.
+
+    Returns (relpath -> text of the live files, relpath -> text of the backup files).
+    """
+    dom = ctx.domain.name
+    edge, noise = ctx.difficulty.edge_cases, ctx.difficulty.noise
+    fresh = _rotation_password if cred.service == "db" else _api_key
+    other = fresh(ctx)  # another credential under the same key
+    similar = _look_alike(ctx, cred.old)  # another credential with the same prefix
+    cache = _rotation_password(ctx)
+    db = f"{dom}_{ctx.rng.choice(('prod', 'main', 'app'))}"
+    host = f"{cred.service}.{dom}.internal"
+    url = (f"postgresql://{user}:{cred.old_url}@{host}:5432/{db}" if cred.service == "db"
+           else f"https://{user}:{cred.old_url}@{host}/v1/events")
+    upper = cred.service.upper()
+    ini_old = ["; managed by the deploy tooling", "[server]",
+               f"port = {ctx.rng.choice((8080, 8443, 9000))}", "",
+               f"[{cred.ini_section}]", f"host = {host}", f"user = {user}",
+               f"{cred.ini_key} = {cred.old}", "",
+               f"[{cred.other_section}]", f"host = {cred.other_section}.{dom}.internal",
+               f"user = {user}_ro",
+               f"{cred.ini_key} = {other}"]
+    ini = [*ini_old, f"{cred.ini_key}_min_length = {ctx.rng.choice((12, 16))}"]
+    env = ["APP_ENV=production", f"{upper}_HOST={host}", f"{upper}_USER={user}",
+           f"{cred.env_key}={cred.old}", f"REDIS_PASSWORD={cache}",
+           f"{cred.env_key}_FILE_HINT=/run/secrets/{svc}"]
+    quote = '"' if ctx.rng.random() < 0.5 else "'"
+    yaml = [f"service: {svc}", f"{cred.ini_section}:", f"  host: {host}", f"  user: {user}",
+            f"  {cred.ini_key}: {quote}{cred.old}{quote}", "cache:",
+            f"  {cred.ini_key}: {quote}{similar}{quote}",
+            f"  # {cred.ini_key}: <set by the vault agent>"]
+    where_url = ctx.rng.choice(("env", "yaml"))
+    if where_url == "env":
+        env.append(f"{'DATABASE_URL' if cred.service == 'db' else 'API_ENDPOINT'}={url}")
+    else:
+        yaml.insert(5, f"  url: {url}")
+    json_text = (
+        "{\n"
+        f'  "service": "{svc}",\n'
+        f'  "{cred.ini_section}": {{\n'
+        f'    "host": "{host}",\n'
+        f'    "user": "{user}",\n'
+        f'    "{cred.ini_key}": "{cred.old}"\n'
+        "  },\n"
+        '  "smtp": {\n'
+        f'    "user": "mailer@{dom}.example",\n'
+        f'    "{cred.ini_key}": "{cache}"\n'
+        "  }\n"
+        "}\n")
+    env_name = "deploy/.env" if edge >= 2 else f"deploy/{svc}.env"
+    ini_name = f"config/{svc} settings.ini" if edge == 3 else f"config/{svc}.ini"
+    live = {ini_name: lines_text(ini), env_name: lines_text(env),
+            f"config/{svc}.yaml": lines_text(yaml),
+            "config/logging.ini": lines_text(["[logging]", "level = info",
+                                              f"file = /var/log/{svc}.log"])}
+    if ctx.difficulty.data_volume >= 2 or ctx.rng.random() < 0.5:
+        live["config/settings.json"] = json_text
+    if ctx.difficulty.data_volume >= 2 or ctx.rng.random() < 0.5:
+        mark = '"' if ctx.rng.random() < 0.5 else ""
+        live[f"deploy/{svc}.service"] = lines_text([
+            "[Unit]", f"Description={svc} service", "After=network-online.target", "",
+            "[Service]", f"User={user}", f"Environment={mark}{cred.env_key}={cred.old}{mark}",
+            "Environment=LOG_LEVEL=info", f"ExecStart=/usr/local/bin/{svc} --config "
+            f"/etc/{svc}/{svc}.ini", "", "[Install]", "WantedBy=multi-user.target"])
+    backups = {f"{ini_name}.bak": lines_text(ini_old)}
+    if noise >= 2 or ctx.rng.random() < 0.4:
+        backups[f"{env_name}.orig"] = lines_text(env[:4])
+    if noise == 3:
+        backups[f"config/{svc}.yaml~"] = lines_text(yaml[:5])
+    if noise >= 2 or ctx.rng.random() < 0.5:  # a backup that never held the credential
+        backups["config/logging.ini.bak"] = lines_text(["[logging]", "level = debug"])
+    return live, backups
+
+
+def _is_backup(relpath: str) -> bool:
+    return relpath.endswith(BACKUP_ENDS)
+
+
+def _planted_state(ctx: StepContext, tree: FileTree) -> tuple[int, str, str]:
+    """Mode, owner and group new files of the tree have when this step starts.
+
+    On a later step the files are planted when the environment is built, so the tree must
+    then be there already, with these bytes: an earlier step may only have changed the
+    modes or owners of its files in place (and then those of the planted ones too).
+    """
+    if ctx.step == 1:
+        return 0o644, "root", "root"
+    top = tree.path.rstrip("/") + "/"
+    there = {path[len(top):]: spec for path, spec in ctx.world.files.items()
+             if path.startswith(top)}
+    if sorted(there) != tree.names() or any(there[f.relpath].content != f.content
+                                             for f in tree.files):
+        raise NotApplicable("an earlier step makes or changes the tree's files")
+    mode, owner, group = 0o644, "root", "root"
+    if any(there[f.relpath].mode != f.mode for f in tree.files):
+        modes = {f.mode for f in tree.files if not f.relpath.endswith(".sh")}
+        if len(modes) != 1:
+            raise NotApplicable("an earlier step set modes the new files cannot be told")
+        mode = modes.pop()
+    if any((there[f.relpath].owner, there[f.relpath].group) != (f.owner, f.group)
+           for f in tree.files):
+        owners = {(f.owner, f.group) for f in tree.files}
+        if len(owners) != 1:
+            raise NotApplicable("an earlier step set owners the new files cannot be told")
+        owner, group = owners.pop()
+    return mode, owner, group
+
+
+_ROTATE = r"""import os, sys
+root, old, new, section, key, source = sys.argv[1:7]
+mode, owner = sys.argv[7], sys.argv[8]
+if not old:  # the current value is read from its INI file
+    import configparser
+    parser = configparser.RawConfigParser()
+    parser.read(os.path.join(root, source), encoding='utf-8')
+    old = parser.get(section, key)
+if new.startswith('/'):  # the new value is the first line of a file
+    with open(new, encoding='utf-8') as handle:
+        new = handle.readline().rstrip('\n')
+from urllib.parse import quote
+pairs = [(quote(old, safe='').encode(), quote(new, safe='').encode()),
+         (old.encode(), new.encode())]
+holding = []
+for folder, dirs, names in os.walk(root):
+    for name in names:
+        path = os.path.join(folder, name)
+        if os.path.islink(path) or not os.path.isfile(path):
+            continue
+        with open(path, 'rb') as handle:
+            data = handle.read()
+        if not any(before in data for before, _ in pairs):
+            continue
+        if name.endswith(('.bak', '.orig', '~')):
+            os.remove(path)
+            continue
+        for before, after in pairs:
+            data = data.replace(before, after)
+        with open(path, 'wb') as handle:
+            handle.write(data)
+        holding.append(path)
+if mode:
+    import grp, pwd
+    user, group = owner.split(':')
+    for path in holding:
+        os.chown(path, pwd.getpwnam(user).pw_uid, grp.getgrnam(group).gr_gid)
+        os.chmod(path, int(mode, 8))
+"""
+
+
+@primitive("security.rotate_credential")
+def rotate_credential(ctx: StepContext, source) -> StepResult:
+    """Replace a credential's old value by a new one in every config file that uses it."""
+    if not isinstance(source, FileTree) or not source.files:
+        raise NotApplicable("needs a directory tree with files")
+    tree = source
+    planted_mode, planted_owner, planted_group = _planted_state(ctx, tree)
+    svc = ctx.rng.choice(ctx.domain.services)
+    user = f"{svc}_app"
+    what, section, key, env_key = ("API key", "api", "api_key", "API_KEY") \
+        if ctx.rng.random() < 0.4 else ctx.rng.choice([
+            ("database password", "database", "password", "DB_PASSWORD"),
+            ("database password", "database", "password", "DATABASE_PASSWORD"),
+            ("database password", "postgres", "password", "PGPASSWORD")])
+    api = what == "API key"
+    fresh = _api_key if api else _rotation_password
+    old, new = fresh(ctx), fresh(ctx)
+    cred = Credential(what, section, key, env_key, old, new,
+                      *(("staging", "api") if api else ("replica", "db")))
+    live, backups = _credential_files(ctx, cred, svc, user)
+    taken = {f.relpath for f in tree.files}
+    files = {f.relpath: f for f in tree.files}
+    for relpath, text in sorted({**live, **backups}.items()):
+        if relpath in taken or any(t.startswith(relpath + "/") or relpath.startswith(t + "/")
+                                   for t in taken):
+            raise NotApplicable(f"the tree already has {relpath}")
+        ctx.world.add(f"{tree.path}/{relpath}", text)
+        files[relpath] = TreeFile(relpath, text.encode(), planted_mode, None, planted_owner,
+                                  planted_group)
+    if any(cred.held(f.content) for f in tree.files):
+        raise NotApplicable("the tree already holds the old value")
+    stale = sorted(p for p, f in files.items() if _is_backup(p) and cred.held(f.content))
+    holding = sorted(p for p, f in files.items() if p not in stale and cred.held(f.content))
+    after = {p: cred.rotate(f.content) for p, f in files.items() if p not in stale}
+    if any(cred.held(data) for data in after.values()):
+        raise NotApplicable("the old value survives the rotation")  # never, by construction
+    ini_name = next(p for p in live if p.endswith(".ini") and p != "config/logging.ini")
+    stated_old = ctx.rng.random() < 0.5
+    secret_file = ""
+    if ctx.rng.random() < 0.5:
+        secret_file = f"/var/lib/vault/{svc}/{key}.next"
+        ctx.world.add(secret_file, new + "\n", mode=0o600)
+    # Modes and owners are tightened on the last step only: a later step may set them.
+    owners = {f.owner for f in files.values()}
+    tighten = ctx.final and ctx.rng.random() < 0.7 and user not in ctx.world.users and \
+        user not in owners
+    mode = ctx.rng.choice([m for m in (0o600, 0o640) if m != planted_mode])
+    if tighten:
+        ctx.world.add_user(user)
+    root = f"{tree.path}"
+    source_path = f"{tree.path}/{ini_name}"
+    current = (f"its current value is `{old}`" if stated_old else
+               f"its current value is the `{key}` setting of the `[{section}]` section of "
+               f"`{source_path}`")
+    given = (f"the new value is `{new}`" if not secret_file else
+             f"the new value is the first line of `{secret_file}` (without its line end)")
+    encoding = (
+        f"Where the {what} is part of a URL (`scheme://user:SECRET@host/...`), it is "
+        "percent-encoded: every character other than ASCII letters, digits, `-`, `.`, `_` "
+        "and `~` is written as `%` and two capital hex digits (as Python's "
+        "`urllib.parse.quote(value, safe='')` does); there the encoded old value must become "
+        "the encoded new value.")
+    backup_words = (
+        "Stale backups (files whose names end in `.bak`, `.orig` or `~`) that hold the old "
+        "value, plain or encoded, must be deleted, not edited; backups that do not hold it "
+        "stay as they are.")
+    others = (f"Other credentials stay exactly as they are, even those under the same key "
+              f"(such as the `[{cred.other_section}]` section's `{key}`) or sharing a prefix "
+              "with the old "
+              "value: change nothing but the old value's occurrences, byte for byte.")
+    tightening = (
+        f" Every file that holds the credential afterwards must get mode {mode:04o} and "
+        f"belong to user `{user}` and group `{user}`; the other files keep their modes and "
+        "owners." if tighten else "")
+    places = places_words(stashes(tree.path))
+    copies = (
+        "Keep no copy of the old value: add no file or folder to the tree, and leave no "
+        "backup, archive or other copy holding it, plain or URL-encoded, compressed or not, "
+        f"below {places}.")
+    sentence = ctx.phrase([
+        f"Rotate the {what} of the `{user}` account in the configuration below "
+        f"{tree.phrase} (all subfolders, hidden files included): {current}, and {given}. "
+        f"Replace the old value by the new one in every file that uses it, editing the "
+        f"files in place. {encoding} {backup_words} {others}{tightening} {copies}",
+        f"The {what} used by {svc} has been changed on the server; update every "
+        f"file below {tree.phrase} (recursively, dot files too) that still holds the old "
+        f"one: {current}, and {given}. {encoding} {backup_words} {others}{tightening} "
+        f"{copies}",
+        f"Credential rotation for the `{user}` account: {current}, and {given}. Every "
+        f"occurrence of the old {what} in the files below {tree.phrase} (subfolders and "
+        f"hidden files included) becomes the new one, in place. {encoding} {backup_words} "
+        f"{others}{tightening} {copies}",
+    ]) + ctx.hint("grep -rlZF | xargs -0 sed -i, find -name '*.bak' with rm" +
+                  (", chmod, chown" if tighten else ""))
+    # The reference solution: shell variables, then grep, sed, find, chmod and chown.
+    lookup = "/^\\[" + section + "\\]$/,/^\\[/s/^" + key + " = //p"
+    read_old = f"old={q(old)}" if stated_old else f"old=$(sed -n {q(lookup)} {q(source_path)})"
+    read_new = f"new={q(new)}" if not secret_file else f"new=$(head -n 1 {q(secret_file)})"
+    prelude = "\n".join([
+        "urlenc() { local s=$1 out='' c i",
+        "  for ((i = 0; i < ${#s}; i++)); do c=${s:i:1}",
+        "    case $c in [A-Za-z0-9._~-]) out+=$c ;; *) printf -v c '%%%02X' \"'$c\"; "
+        "out+=$c ;; esac",
+        "  done; printf '%s' \"$out\"; }",
+        "pattern() { printf '%s' \"$1\" | sed 's/[].[*^$\\\\#]/\\\\&/g'; }",
+        "replacement() { printf '%s' \"$1\" | sed 's/[&\\\\#]/\\\\&/g'; }",
+        read_old, read_new,
+        "old_url=$(urlenc \"$old\") new_url=$(urlenc \"$new\")"])
+
+    def solve(*, encoded: bool = True, delete: bool = True, every_backup: bool = False,
+              by_key: bool = False, chmod: bool = True, chown: bool = True,
+              everything: bool = False) -> str:
+        needles = '-e "$old" -e "$old_url"' if encoded else '-e "$old"'
+        lines = [prelude]
+        backup_names = "\\( -name '*.bak' -o -name '*.orig' -o -name '*~' \\)"
+        if every_backup:
+            lines.append(f"find {q(root)} -type f {backup_names} -delete")
+        elif delete:
+            lines.append(f"find {q(root)} -type f {backup_names} -print0 |\n"
+                         f"  xargs -0 -r grep -lZF {needles} |\n  xargs -0 -r rm -f --")
+        subs = ['-e "s#$(pattern "$old_url")#$(replacement "$new_url")#g"'] if encoded else []
+        subs.append('-e "s#$(pattern "$old")#$(replacement "$new")#g"')
+        lines.append(f"grep -rlZF {needles} {q(root)} |\n"
+                     f"  xargs -0 -r sed -i {' '.join(subs)}")
+        if by_key:  # every setting of the key gets the new value, whatever it held
+            lines.append(f"sed -i -E \"s#^({key} = ).*#\\\\1$(replacement \"$new\")#\" "
+                         f"{q(source_path)}")
+        if tighten:
+            holders = (f"find {q(root)} -type f -print0" if everything else
+                       f"grep -rlZF -e \"$new\" -e \"$new_url\" {q(root)}")
+            if chmod:
+                lines.append(f"{holders} | xargs -0 -r chmod {mode:o}")
+            if chown:
+                lines.append(f"{holders} | xargs -0 -r chown {q(user)}:{q(user)}")
+        return "\n".join(lines)
+
+    url_changes = cred.old_url != cred.old
+    clean_backups = any(_is_backup(p) for p in files if p not in stale)
+    rules = [
+        Rule("url-encoded", "that in a URL the old value is written percent-encoded",
+             solve(encoded=False)) if url_changes else None,
+        Rule("delete-backups", "that stale backups holding the old value are deleted",
+             solve(delete=False)),
+        Rule("keep-clean-backups", "that backups not holding the old value stay",
+             solve(every_backup=True)) if clean_backups else None,
+        Rule("same-key", "that other credentials under the same key stay",
+             solve(by_key=True)),
+    ]
+    if tighten:
+        rules += [Rule("mode", f"that the files holding the credential get mode {mode:04o}",
+                       solve(chmod=False)) if mode != planted_mode else None,
+                  Rule("owner", f"that the files holding the credential belong to {user}",
+                       solve(chown=False)),
+                  Rule("other-files", "that the other files keep their modes and owners",
+                       solve(everything=True))]
+    changed = {f"{root}/{p}": after[p] for p in holding}
+    kept = {f"{root}/{p}": data for p, data in after.items() if p not in holding}
+    checks: list[Assertion] = [
+        FileDigests.of(f"the files using the {what} hold the new one", changed),
+        FileDigests.of("every other file is unchanged", kept),
+        TreeEntries.of("the stale backups are gone and no file was added", tree.path, after),
+        SecretsAbsent(f"no file of the tree, nor a copy elsewhere, holds the old {what}",
+                      root=tree.path, secrets=tuple(dict.fromkeys((old, cred.old_url))),
+                      places=stashes(tree.path)),
+    ]
+    out: list[TreeFile] = []
+    for relpath in sorted(after):
+        item = files[relpath]
+        if relpath in holding:
+            item = replace(item, content=after[relpath], mtime=None)
+            if tighten:
+                item = replace(item, mode=mode, owner=user, group=user)
+        out.append(item)
+    if tighten:
+        checks.append(Modes(f"the files holding the {what} are {mode:04o} and owned by {user}",
+                            modes=tuple((f"{root}/{p}", mode) for p in holding),
+                            owners=tuple((f"{root}/{p}", user, user) for p in holding)))
+        checks.append(Modes("the other files keep their modes and owners",
+                            modes=tuple((f"{root}/{f.relpath}", f.mode) for f in out
+                                        if f.relpath not in holding),
+                            owners=tuple((f"{root}/{f.relpath}", f.owner, f.group)
+                                         for f in out if f.relpath not in holding)))
+    alternative = ctx.python(
+        [root, old if stated_old else "", secret_file or new, section, key, source_path,
+         f"{mode:o}" if tighten else "", f"{user}:{user}"], _ROTATE)
+    return StepResult(
+        output=FileTree(path=tree.path, phrase=f"{tree.phrase} once the {what} is rotated",
+                        files=tuple(out)),
+        instruction=sentence, solution=solve(), alternative=alternative, checks=checks,
+        tools=("grep", "sed", "find", "xargs", *(("chmod", "chown") if tighten else ())),
+        side_effect=True, rules=tuple(r for r in rules if r is not None))

@@ -8,6 +8,7 @@ importing this package registers every source.
 """
 
 from taskloom.generators.procedural.sources import (  # noqa: F401 - each registers its sources
+    calendars,
     common,
     git,
     logs,

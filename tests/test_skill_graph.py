@@ -1,0 +1,124 @@
+"""Kinds of work in the skill graph, and plans that give each an equal share of a run."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+
+from taskloom.generators.procedural.backend import PlanSettings, ProceduralPlanner
+from taskloom.generators.procedural.primitives import PRIMITIVES
+from taskloom.skill_graph.model import load_graph
+from taskloom.skill_graph.sampling import PathSampler
+
+GRAPH = load_graph()
+EXTRA = """
+[[category]]
+name = "file search"
+work = "finding things"
+
+[[category]]
+name = "hand work"
+work = "crafts"
+
+[[skill]]
+id = "hand.fold_paper"
+name = "fold paper"
+category = "hand work"
+consumes = "file_tree"
+produces = "text_report"
+tools = ["find"]
+description = "Fold it."
+
+[[skill]]
+id = "hand.cut_paper"
+name = "cut paper"
+category = "loose ends"
+consumes = "text_report"
+produces = "text_report"
+tools = ["wc"]
+description = "Cut it."
+
+[[skill]]
+id = "hand.glue_paper"
+name = "glue paper"
+category = "hand work"
+consumes = "text_report"
+produces = "text_report"
+tools = ["wc"]
+description = "Glue it."
+work = "art"
+
+[[scenario]]
+id = "crafts-afternoon"
+title = "Crafts"
+domain = "docs"
+description = "An afternoon of paper."
+skills = ["hand.fold_paper", "hand.cut_paper", "hand.glue_paper"]
+"""
+
+
+def test_a_skills_work_is_its_own_else_its_categorys_else_the_category_name(tmp_path):
+    extra = tmp_path / "crafts.toml"
+    extra.write_text(EXTRA)
+    graph = load_graph([extra])
+    assert graph.work_of("hand.glue_paper") == "art"
+    assert graph.work_of("hand.fold_paper") == "crafts"
+    assert graph.work_of("hand.cut_paper") == "loose ends"
+    assert graph.work_of("files.find_large") == "finding things"  # a later entry wins
+    assert graph.stats()["works"]["crafts"] == 1
+
+
+def test_every_category_of_the_shipped_graph_names_its_work_and_why():
+    used = {skill.category for skill in GRAPH.skills.values()}
+    assert used <= set(GRAPH.categories)
+    assert all(category.why for category in GRAPH.categories.values())
+    # The world-writable audit is security though its category is administration.
+    assert GRAPH.work_of("perms.find_world_writable") == "security"
+    assert GRAPH.work_of("perms.chown_tree") == "system-administration"
+
+
+def test_a_path_ends_in_its_goal_wherever_a_path_of_that_length_can():
+    sampler = PathSampler(GRAPH, set(PRIMITIVES) & set(GRAPH.skills))
+    ends, misses = 0, []
+    for skill in sorted(sampler.allowed):
+        goal = frozenset({skill})
+        for length in range(1, 5):
+            if not set(sampler.starts) & sampler.reaching(goal, length - 1):
+                continue
+            path = sampler.sample(random.Random(length), length, goal=goal)
+            assert len(path.skills) == length
+            if path.skills[-1] == skill:
+                ends += 1
+            else:
+                misses.append((skill, path.skills))
+    # Only a walk that may not repeat a skill misses, and only on longer paths.
+    assert all(len(skills) >= 3 for _, skills in misses), misses
+    assert ends >= 0.9 * (ends + len(misses)), misses
+
+
+def test_reaching_counts_transitions_exactly():
+    sampler = PathSampler(GRAPH, set(PRIMITIVES) & set(GRAPH.skills))
+    transitions = GRAPH.transitions()
+    goal = frozenset({"sqlite.group_by"})
+    assert sampler.reaching(goal, 0) == {"sqlite.group_by"}
+    layer = {"sqlite.group_by"}
+    for steps in (1, 2, 3):
+        layer = {s for s in sampler.allowed if any((s, t) in transitions for t in layer)}
+        assert layer and sampler.reaching(goal, steps) == layer
+
+
+@pytest.mark.parametrize("seed", [3])
+def test_every_kind_of_work_gets_an_equal_share_of_a_runs_tasks(seed):
+    skills = tuple(s for s in GRAPH.skills if s.split(".")[0] in ("csv", "sqlite", "json"))
+    planner = ProceduralPlanner(GRAPH, PlanSettings(seed=seed, skills=skills))
+    assert set(planner.works) == {"data-processing", "data-querying"}
+    ends = Counter(planner.plan(index).path[-1] for index in range(60))
+    works = Counter()
+    for skill, count in ends.items():
+        works[GRAPH.work_of(skill)] += count
+    # Unbalanced, the 13 CSV and JSON skills would end nearly three tasks in four.
+    assert 0.38 <= works["data-querying"] / 60 <= 0.62, works
+    # Within a work every skill has its share too: no skill ends more than a third.
+    assert max(ends.values()) <= 20, ends
