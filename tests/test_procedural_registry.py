@@ -143,6 +143,7 @@ UNCHAINABLE = {
     "logs.rotate_keep": "the kept logs are all recent, error-free or empty of records",
     "logs.status_summary": "its summary lines are unique, sorted and alike",
     "perms.find_world_writable": "its paths are unique",
+    "schedule.find_meeting_slot": "its one slot line is sorted, unique and repeats nothing",
 }
 
 
