@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/make_understanding.py       # the held-out set: numbers only
     .venv/bin/python benchmarks/make_understanding.py \
-        --set benchmarks/data/make_requests_dev5.jsonl --show 30   # a dev set, with its misses
+        --set benchmarks/data/make_requests_dev6.jsonl --show 30   # a dev set, with its misses
     .venv/bin/python benchmarks/make_understanding.py --parser llm --model NAME \
         --base-url http://127.0.0.1:8080/v1    # or $TASKLOOM_LLM_MODEL, $OPENAI_BASE_URL
 
@@ -22,8 +22,8 @@ The held-out set (`make_requests.jsonl`, 215 requests) was written by someone wh
 the skill ids, names and one-line summaries and the chains the generator can build; its
 misses and confusion pairs have never been read, so they are not printed unless asked
 (`--show N`), and reading them makes it one more dev set. Tune on the dev sets
-(`make_requests_dev*.jsonl`, 1,026 requests with the held-out set; dev3 was the held-out set
-until its misses were read).
+(`make_requests_dev*.jsonl`, 1,026 requests; dev3 was the held-out set until its misses were
+read).
 """
 
 from __future__ import annotations

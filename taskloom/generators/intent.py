@@ -42,8 +42,10 @@ if TYPE_CHECKING:
     import numpy as np
 
 NO_MATCH_FIX = ("name what the agent must do with files, logs, CSV/JSON, archives, checksums, "
-                "SQLite, git, permissions, cron or config files (`taskloom graph list skills` "
-                "lists them)")
+                "SQLite, git, permissions, cron, config files, code, local services, "
+                "statistics or calendars (`taskloom graph list skills` lists them)")
+REFUSAL_FIX = ("ask for work on files, logs, data, archives, git, permissions, cron, config, "
+               "code or local services inside the task's own environment")
 MIN_ACTION_SCORE = 0.36  # an action's best skill scores below this: not covered
 ELABORATION_WORDS = 4  # a short clause after an action, matching no skill, says more of it
 CANDIDATES = 6  # skills per action considered when choosing a chaining path
@@ -59,7 +61,7 @@ WORD_WEIGHT = 0.15  # weight of the shared words (SkillTexts.words) beside the e
 # Words for the artifact types of the graph, most specific first; `None`: a format no
 # skill reads or writes.
 FORMAT_WORDS: tuple[tuple[str, str | None], ...] = (
-    (r"access[- ]logs?|nginx|apache|web[- ]server logs?|http logs?|request logs?", "access_log"),
+    (r"access[-_ ]logs?|nginx|apache|web[- ]server logs?|http logs?|request logs?", "access_log"),
     (r"(?:ya?ml|xml|xlsx|excel|parquet|pdf|toml|html|markdown|protobuf|avro|helm|"
      r"postgres(?:ql)?|mysql|mariadb|mongo(?:db)?|redis|elasticsearch|"
      r"kubernetes|k8s|dockerfile|docker images?|terraform|ansible|systemd)s?|"
@@ -79,6 +81,10 @@ _FORMAT = re.compile("|".join(f"(?P<f{i}>(?<![\\w-])(?:{words})(?![\\w-]))"
                               for i, (words, _) in enumerate(FORMAT_WORDS)), re.I)
 # An extension as a kind of file in a tree (".xlsx", "*.pdf", "pdf/"), not a format to read:
 # the text before the format word ends in "." or "*." after a non-word character.
+# A list in brackets names the kinds of file the work touches ("in every config (ini, yaml,
+# .env, the systemd unit)"), not formats read or written, nor work of its own.
+_LISTED = re.compile(r"\([^()]*,[^()]*\)")
+_LOG_FILE = re.compile(r"access[-_]logs?", re.I)
 _EXTENSION_BEFORE = re.compile(r"(?:^|[^\w.])\*?\.\Z")
 # Who will open the result, not its format: "a CSV for Excel", "so finance can open it in
 # Excel" (an Excel workbook, "to xlsx", stays a format no skill writes).
@@ -109,10 +115,10 @@ VERBS = frozenset((
 ))
 _SEQUENCE = re.compile(r"\s*(?:[;,]?\s*(?:and\s+)?(?:after\s+that|once\s+(?:that|it|this)(?:'s|"
                        r"\s+is|\s+has\s+finished)(?:\s+done)?|when\s+(?:that|it)(?:'s|\s+is)"
-                       r"\s+done),?\s+|;|,?\s+and\s+then\s+|,?\s+then\s+|"
+                       r"\s+done),?\s+|;|,?\s+and\s+then,?\s+|,?\s+then,?\s+|"
                        r"(?<!\be\.g)(?<!\bi\.e)(?<!\betc)(?<!\bvs)\.\s+(?:then\s+)?|\s+(?:—|–|--)\s+|"
                        r",?\s+and\s+afterwards\s+|,?\s+followed\s+by\s+|"
-                       r",?\s+and\s+finally\s+|,\s*finally,?\s+|,?\s+next,?\s+)\s*", re.I)
+                       r",?\s+and\s+finally\s+|,\s*finally,?\s+|,?\s+next,?\s+(?!to\b))\s*", re.I)
 _AND = re.compile(r"\s*(?:,\s*and\s+|\s+and\s+|,\s+|\s+plus\s+|\s+also\s+)(?=(\w+))", re.I)
 _AFTER = re.compile(r"\s*,?\s*\b(after|once|before)\s+", re.I)
 _FIRST = re.compile(r"\s*,?\s*but\s+first\s+", re.I)
@@ -123,7 +129,8 @@ _ROLE = (r"(?:agent|user|someone|model|person|candidate|trainee|learner|solver|p
          r"student|engineer|admin|operator)")
 _PREAMBLE = re.compile(
     r"^\s*(?:(?:please|hey|ok|so)[,!]?\s+)?"
-    r"(?:(?:can|could|would|will)\s+you\s+|i\s+(?:need|want|would like)\s+|let'?s\s+)?"
+    r"(?:(?:can|could|would|will)\s+you\s+|i\s+(?:need|want|would like)\s+|let'?s\s+|"
+    rf"(?:can|could|would|will)\s+(?=(?:(?:the|an?|our|my)\s+)?{_ROLE}\b))?"
     r"(?:(?:(?:make|create|build|generate|give|set up|write|prepare|design)\s+(?:me\s+|us\s+)?)?"
     rf"(?:(?:an?|one|some)\s+(?:\w+\s+)?{_TASK}\s*(?:where|in which|that|for|to|:|-|,)?|"
     rf"{_TASK}\s*[:,-])"
@@ -143,7 +150,9 @@ _SETTING = re.compile(r"(?:from|in|on|for|using|with|inside|within|at)\s+[^,]*\Z
 _ON_WHAT_CAME_BEFORE = re.compile(r"\w+\s+(?:them|it|those|these|the results?|the rest)\s*$",
                                   re.I)
 # "I copied ...", "we have checksums for ...", "our intern uploaded ...": the state before
-_BACKSTORY = re.compile(r"^(?:(?:i'm|i am|we're|we are|they're)\s+\w+ing\b|(?:i|we|they|"
+_BACKSTORY = re.compile(r"^(?:(?:i|we)\s+(?:teach|run|manage|maintain|work|host|own|"
+                        r"grade|mentor|lead|support|operate)\b|"
+                        r"(?:i'm|i am|we're|we are|they're)\s+\w+ing\b|(?:i|we|they|"
                         r"someone|somebody|there|(?:our|my|the|this|a|an)\s+"
                         r"(?:[\w./-]+\s+){0,3}?[\w./-]+|\w+)\s+(?:am|have|has|had|\w+ed|was|"
                         r"were|is|are|got|left|put|ran|made|keep|keeps|wrote|sent|comes?|"
@@ -157,12 +166,21 @@ _FRAME = re.compile(rf"^(?:(?:[\w']+\s+){{0,6}}(?:that|this|it|around that|aroun
 _SAYS_MORE = re.compile(r"^(?:(?:they|it|this|that|these|those|the\s+\w+)\s+(?:should|must|"
                         r"need|needs|has to|have to|is to|are to|will|ought|stays?|remains?|"
                         r"can't|cannot|may not)\b|(?:e\.g|i\.e|for example|such as|like)\b|"
+                        r"(?:nothing|none|neither)\b|"
+                        r"(?:the\s+)?(?:header(?:\s+row)?|output|result|format|order)\s+(?:is\s+|are\s+)?"
+                        r"(?:included|kept|stays?|remains?|still|unchanged|intact|preserved)\b|"
                         r"['\"][^'\"]+['\"]\s*(?:->|=>|→)|(?:report|output|print|show|list|write|"
                         r"save|store|display|return|put|emit|give)\w*\s+(?:out\s+)?(?:them|it|"
                         r"that|this|those|these|(?:its|their)\s+\w+|the\s+(?:result|output|list|matches|names|"
                         r"values)s?)\b(?!\s+of\b)|(?:no|not|never|don't|do not|without)\b|"
                         r"(?:the\s+)?expected output\b|"
-                        r"(?:\w+\s+){0,3}(?:looks? like|should look like)\b)", re.I)
+                        r"(?:\w+\s+){0,3}(?:looks? like|should look like)\b|"
+                        # what was built, tried: "query it", "check that it answers"
+                        r"(?:query|curl|probe|hit)\s+(?:it|them|each(?:\s+one)?|both)\b|"
+                        r"check\s+that\s+(?:it|they)\s+(?:answer|respond|repl|work|serve)\w*|"
+                        # a service's own start script
+                        r"(?:write|create|add)\s+(?:its\s+|the\s+|a\s+)?(?:start(?:up)?[- ]?"
+                        r"script|start\.sh|launcher)\b)", re.I)
 # "only that one key may change", "comments stay identical": a statement, not an action
 _MODAL = re.compile(r"^(?:\w+\s+){0,5}?(?:should|must|may|can't|cannot|stays?|remains?|"
                     r"needs? to|has to|have to|is to|are to)\b", re.I)
@@ -198,6 +216,9 @@ _WORD = re.compile(r"[a-z][a-z0-9]+")
 CUES: tuple[tuple[re.Pattern, tuple[str, ...]], ...] = (
     (re.compile(r"\b(?:keep|select|only|just|drop|remove|pick)\b.*\bcolumns\b", re.I),
      ("csv.select_columns",)),
+    (re.compile(r"^(?=.*\b(?:csv|tsv|spreadsheet|table)\b).*\b(?:keep|select|only|just|pick|"
+                r"retain)\s+(?:only\s+)?(?:the\s+)?[\w-]+,\s+[\w-]+(?:,\s+[\w-]+)*,?\s+and\s+"
+                r"[\w-]+|\bin that order\b", re.I), ("csv.select_columns",)),
     (re.compile(r"\b(?:set|mark|change|raise|bump|increase|decrease|correct|flag)\b", re.I),
      ("sqlite.update_rows",)),
     (re.compile(r"\b(?:delete|remove|purge|drop)\b.*\b(?:rows|records|entries)\b", re.I),
@@ -207,9 +228,17 @@ CUES: tuple[tuple[re.Pattern, tuple[str, ...]], ...] = (
                 r"biggest|highest|lowest|smallest|cheapest|most expensive)\b", re.I),
      ("csv.top_n",)),
     (re.compile(r"\b(?:5\d\d|5xx)s?\b", re.I), ("logs.failing_paths",)),
+    (re.compile(r"\b(?:first|top|last|bottom|final)\s+(?:\d+|one|two|three|four|five|ten)\s+"
+                r"lines?\b", re.I), ("text.head_tail",)),
+    (re.compile(r"\b(?:per|by|each)\s+(?:http\s+)?(?:response|status)(?:\s+codes?)?\b", re.I),
+     ("logs.status_summary",)),
     # a condition on a value: "with an amount over 1000", "priced below 5"
     (re.compile(r"\b(?:over|above|below|under|more than|less than|at least|at most|"
-                r"greater than)\s+\$?\d", re.I), ("csv.filter_rows", "json.filter_records")),
+                r"greater than)\s+\$?\d(?![\d.]*\s*(?:standard|std|sds?\b|sigmas?\b|σ|times the))",
+                re.I), ("csv.filter_rows", "json.filter_records")),
+    (re.compile(r"\boutliers?\b|\b(?:more than|beyond|outside|over|further than|at least)\s+"
+                r"[\d.]+\s*(?:standard deviations?|std\.?\s*devs?|sds?\b|sigmas?\b|σ)|\btukey\b|"
+                r"\biqr\b|\bz-?scores?\b", re.I), ("stats.flag_outliers",)),
     # an env file named, and (a second cue) its lines shown: "like DATABASE_HOST=db1"
     (re.compile(r"\b(?:env|dotenv|environment|shell)\s+(?:files?|variables?|vars)\b|\.env\b"),
      ("config.to_env",)),
@@ -248,6 +277,12 @@ CUES: tuple[tuple[re.Pattern, tuple[str, ...]], ...] = (
                 r"where\s+\w+\s+(?:is|equals|matches)|where\s+\w+\s*(?:=|==|>|<))", re.I),
      ("text.filter_lines", "csv.filter_rows", "json.filter_records")),
     (re.compile(r"\bcop(?:y|ies|ying)\b", re.I), ("files.copy_matching",)),
+    # a service: something that listens, starts and answers
+    (re.compile(r"\b(?:service|server|daemon|listen\w*|port\s+\d+|health\w*|start(?:up)?[- ]?"
+                r"script|start\.sh|launcher|bind\w*\s+to)\b", re.I),
+     ("services.configure_http", "services.configure_tcp")),
+    (re.compile(r"\b(?:rewrit|replac|substitut)\w*\s+(?:every|all|each)\b(?!.*\bconfig)", re.I),
+     ("text.replace_pattern",)),
     # a credential replaced wherever it is used, or one setting of one named file
     (re.compile(r"\brotat\w*|\beverywhere\b|\bwherever\b|\b(?:all|every|each)\s+(?:the\s+|of\s+"
                 r"the\s+)?(?:config\w*|settings?|files?)\b", re.I),
@@ -259,8 +294,8 @@ CUES: tuple[tuple[re.Pattern, tuple[str, ...]], ...] = (
      ("csv.sort_rows", "json.sort_records", "text.sort_unique")),
     (re.compile(r"\bhow many\b(?!.*\b(?:each|per|every|by)\b)", re.I), ("text.count_lines",)),
     # keeping what matches a condition, not the newest N or some columns
-    (re.compile(r"\b(?:keep|leave|retain) only\b(?!.*\b(?:columns?|newest|latest|oldest|"
-                r"most recent|\d+)\b)", re.I),
+    (re.compile(r"\b(?:keep|leave|retain) only\b(?!\s+(?:the\s+)?[\w-]+,\s)"
+                r"(?!.*\b(?:columns?|newest|latest|oldest|most recent|\d+)\b)", re.I),
      ("csv.filter_rows", "json.filter_records", "text.filter_lines")),
 )
 
@@ -288,6 +323,11 @@ OUT_OF_SCOPE: tuple[tuple[re.Pattern, str], ...] = (
                 r"(?:images?|photos?|pictures?|videos?)\s+(?:\w+\s+)?(?:to|into|as)\s+"
                 r"(?:png|jpe?g|webp|gif|mp4|mp3|mov|avi))\b", re.I),
      "editing images, audio or video"),
+    (re.compile(r"\b(?:encrypt\w*|decrypt\w*|gpg|pgp|openssl\s+enc)\b", re.I),
+     "encrypting files"),
+    (re.compile(r"\btranslat(?:e|es|ed|ing|ion)\b.*\b(?:english|spanish|french|german|"
+                r"italian|portuguese|chinese|japanese|korean|russian|arabic|dutch|hindi|"
+                r"languages?)\b", re.I), "translating text between languages"),
     (re.compile(r"\b(?:merg|split|sign|fill)\w*\b.*\bpdfs?\b|\bpdfs?\b.*\b(?:merg|split)\w*\b",
                 re.I), "editing PDF documents"),
     (re.compile(r"\b(?:dns|mx|cname)\s+(?:records?|zones?|entr(?:y|ies))|\bzone files?\b|"
@@ -333,18 +373,24 @@ REFUSALS = (
                 r"(?:over|onto|to)\b|harvest\w*\s+(?:the\s+)?(?:\w+\s+){0,3}(?:credentials|passwords|"
                 r"keys|tokens)|"
                 r"denial[- ]of[- ]service|exploit\s+(?:a\s+|the\s+)?(?:real|live|"
-                r"production|someone)|spyware|deface)", re.I)),
+                r"production|someone)|spyware|deface|reverse[- ]shell|bind[- ]shell|"
+                r"victim\w*)", re.I)),
     ("it reaches outside the sandbox: a task runs with no network and touches nothing "
      "but its own environment, so nothing can be downloaded, sent, scanned or done to the "
      "host",
      re.compile(r"https?://\w|\b(?:download(?:ing)?\s+"
-                r"(?!folder|dir)|wget|curl|nmap|ddos|pastebin|\w*[- ]?flood(?:ing)?\b|"
+                r"(?!folder|dir)|wget|curl|nmap|ddos|pastebin|\w*[- ]?flood(?:s|ed|ing)?\b|"
                 r"(?:on|of|from|over)\s+the\s+host(?:'s)?\b|host machine|ping\s+(?:the|a|our|every|"
                 r"all)\b|port[- ]?scan|scan(?:ning)?\s+(?:the\s+|a\s+|our\s+|real\s+|every\s+|"
                 r"all\s+)*(?:[\w./:-]+\s+)?(?:network|subnet|hosts?|ports?|lan|servers?|ip range)|"
                 r"(?:send|post|upload|push|forward|mail|email|exfiltrat\w*)\b[^.]*?\b(?:to|"
                 r"at)\s+(?:a\s+|an\s+|the\s+|our\s+|my\s+)?(?:remote|external|real|"
-                r"production|live|public)\b|exfiltrat\w*|from\s+the\s+(?:internet|web)(?!\s*server)|"
+                r"production|live|public)\b|exfiltrat\w*|"
+                r"from\s+the\s+(?:internet|web)(?![\s-]*(?:server|access|logs?\b|app))|"
+                r"over\s+the\s+(?:internet|network|wan)\b|(?:public|live)\s+web\s*sites?|"
+                r"(?:@|\b(?:server|database|db|host|box|machine)\s+(?:at|on)\s+)(?!127\.|0\.0\.0\.0)"
+                r"(?:\d{1,3}\.){3}\d{1,3}\b|"
+                r"e-?mail(?:s|ed|ing)?\s+(?:it|them|this|that|the\s+\w+)\s+to\b|"
                 r"off\s+the\s+(?:internet|web)|ssh(?:es|ed|ing)?\s+(?:in)?to|(?:over|via)\s+ssh|"
                 r"real\s+hosts?|scrap(?:e|es|ing)\b|[\w-]+(?:\.[\w-]+)*\.(?:internal|local|corp|lan):"
                 r"\d{2,5}\b|(?:from|to|at|on|into)\s+(?:[\w-]+\.)+(?:com|net|org|io|dev|cloud|"
@@ -519,9 +565,10 @@ def formats(clause: str) -> tuple[str | None, str | None, list[str]]:
         before, after = clause[:found.start()], clause[found.end():found.end() + 1]
         written = _EXTENSION_BEFORE.search(before) and _TO.search(before[:-1].rstrip("*"))
         if (_EXTENSION_BEFORE.search(before) and not written) or after in ("/", "]") or \
-                before.endswith("/"):
+                (before.endswith("/") and not _LOG_FILE.fullmatch(found.group(0))):
             # "every .docx and .xlsx", "the *.log files", "pdf/": files of a tree;
-            # "/var/www/html", "/etc/nginx": a folder's name, not what is read or written;
+            # "/var/www/html", "/etc/nginx": a folder's name, not what is read or written
+            # ("/var/log/httpd/access_log" is a file's);
             # "into an .xlsx workbook" still names what is written; "[postgres]": a section
             continue
         if kind is None:
@@ -564,8 +611,7 @@ def parse_intent(text: str, graph: SkillGraph, embedder: Embedder, *,
     reason = refusal(text)
     if reason:
         raise NoMatch(f"taskloom will not make {text!r}: {reason}", field="request",
-                      fix="ask for work on files, logs, data, archives, git, permissions, "
-                          "cron or config inside the task's own environment")
+                      fix=REFUSAL_FIX)
     skills = sorted(allowed or graph.skills)
     position = {skill: index for index, skill in enumerate(skills)}
     clauses = actions(text)
@@ -580,10 +626,11 @@ def parse_intent(text: str, graph: SkillGraph, embedder: Embedder, *,
     per_clause = []
     for clause, vector, own, own_vector in zip(clauses, vectors[1:len(clauses) + 1], focus,
                                                vectors[len(clauses) + 1:], strict=True):
-        source, target, unknown = formats(clause)
+        bare = _LISTED.sub(lambda m: " " * len(m.group(0)), clause)
+        source, target, unknown = formats(bare)
         unknown = [f"reads or writes {word}" for word in dict.fromkeys(unknown)] + \
             [f"does {what} ({found.group(0)!r})" for pattern, what in OUT_OF_SCOPE
-             if (found := pattern.search(clause))]
+             if (found := pattern.search(bare))]
         scores = table.scores(vector, clause)
         if own != clause:
             scores = np.maximum(scores, table.scores(own_vector, own))

@@ -47,6 +47,7 @@ from taskloom.config import LLMConfig, llm_from_environment
 from taskloom.embedding import Embedder, cache_folder
 from taskloom.errors import ConfigError, InvalidAnswer, ModelUnavailable, NoMatch, RequestRejected
 from taskloom.generators.intent import (
+    REFUSAL_FIX,
     Atom,
     Intent,
     SkillTexts,
@@ -138,9 +139,7 @@ def parse_with_model(text: str, graph: SkillGraph, embedder: Embedder, llm: LLMC
         if answer.refusal and answer.refusal.strip():
             raise NoMatch(f"taskloom will not make {text!r}: the model {llm.model} refuses "
                           f"it: {answer.refusal.strip()}", field="request",
-                          fix="ask for work on files, logs, data, archives, git, "
-                              "permissions, cron or config inside the task's own "
-                              "environment, or use --parser offline")
+                          fix=f"{REFUSAL_FIX}, or use --parser offline")
         intent = intent_of(answer, text, graph, embedder, skills)
     except InvalidAnswer as exc:
         reason = f"the answer of {llm.model} cannot be used: {exc}"

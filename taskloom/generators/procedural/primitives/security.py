@@ -42,10 +42,12 @@ Modes and owners are tightened only on the last step, where no later step sets t
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import posixpath
 import re
 import string
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from taskloom.errors import NotApplicable
@@ -153,21 +155,29 @@ class ScrubRules:
                 f"  LC_ALL=C xargs -0 -r sed -E -i {words}")
 
     def apply(self, data: bytes) -> bytes:
-        """The file's bytes once these rules are applied (what the sed script makes)."""
-        flags = re.IGNORECASE if self.folded else 0
-        start = r"^([ \t]*" if self.anchored else "("
-        prefix = f"{start}{self._key().replace('(', '(?:', 1)}[ \\t]*[=:][ \\t]*)".encode()
+        """The file's bytes once these rules are applied (what the sed script makes).
+
+        Only a line that holds a sensitive word can be a secret setting: in a text with no
+        key block to fold, just those lines are edited (sed's line by line result, faster).
+        """
+        begin, end, subs = self._patterns()
         place = self.placeholder.encode()
-        begin, end = (re.compile(self._block(w).encode()) for w in ("BEGIN", "END"))
-        aws = re.compile(rb"\bAKIA[0-9A-Z]{16}\b")
-        subs = ([(prefix + rb'"[^"]*"$', rb'\1"' + place + rb'"'),
-                 (prefix + rb"'[^']*'$", rb"\1'" + place + rb"'"),
-                 (prefix + rb"[^\"' \t].*$", rb"\1" + place)] if self.quotes else
-                [(prefix + rb".+$", rb"\1" + place)])
-        if not self.empty:
-            subs.append((prefix + rb"$", rb"\1" + place))
-        compiled = [(re.compile(pattern, flags), lambda m, r=repl: m.expand(r))
-                    for pattern, repl in subs]
+        if not begin.search(data):
+            if self.aws:
+                data = _AWS_ID.sub(lambda _: place, data)
+            pieces, cursor = [], 0
+            for found in _SENSITIVE.finditer(data):
+                start = data.rfind(b"\n", 0, found.start()) + 1
+                if start < cursor:
+                    continue  # a line already edited
+                stop = data.find(b"\n", found.end())
+                stop = len(data) if stop < 0 else stop
+                line = data[start:stop]
+                for pattern, expand in subs:
+                    line = pattern.sub(expand, line, count=1)
+                pieces += [data[cursor:start], line]
+                cursor = stop
+            return b"".join([*pieces, data[cursor:]])
         out: list[bytes] = []
         inside = False
         for line in data.split(b"\n"):
@@ -181,12 +191,33 @@ class ScrubRules:
                 out += [line] if self.markers else []
                 continue
             if self.aws:
-                line = aws.sub(lambda _: place, line)
-            if b"=" in line or b":" in line:  # a setting line has one
-                for pattern, expand in compiled:
-                    line = pattern.sub(expand, line, count=1)
+                line = _AWS_ID.sub(lambda _: place, line)
+            for pattern, expand in subs:
+                line = pattern.sub(expand, line, count=1)
             out.append(line)
         return b"\n".join(out)
+
+    @functools.cache  # noqa: B019 (a few rule sets per run, each frozen and small)
+    def _patterns(self) -> tuple[re.Pattern, re.Pattern, list[tuple[re.Pattern, Callable]]]:
+        """The BEGIN and END lines of a key block, and the setting rules as substitutions."""
+        flags = re.IGNORECASE if self.folded else 0
+        start = r"^([ \t]*" if self.anchored else "("
+        prefix = f"{start}{self._key().replace('(', '(?:', 1)}[ \\t]*[=:][ \\t]*)".encode()
+        place = self.placeholder.encode()
+        begin, end = (re.compile(b"^" + self._block(w).encode() + b"$", re.M)
+                      for w in ("BEGIN", "END"))
+        subs = ([(prefix + rb'"[^"]*"$', rb'\1"' + place + rb'"'),
+                 (prefix + rb"'[^']*'$", rb"\1'" + place + rb"'"),
+                 (prefix + rb"[^\"' \t].*$", rb"\1" + place)] if self.quotes else
+                [(prefix + rb".+$", rb"\1" + place)])
+        if not self.empty:
+            subs.append((prefix + rb"$", rb"\1" + place))
+        return begin, end, [(re.compile(pattern, flags), lambda m, r=repl: m.expand(r))
+                            for pattern, repl in subs]
+
+
+_AWS_ID = re.compile(rb"\bAKIA[0-9A-Z]{16}\b")
+_SENSITIVE = re.compile("|".join(SUFFIXES).encode(), re.IGNORECASE)
 
 
 # The body of a secret scan: `leaks(data)` is True when the bytes hold a secret, as they
