@@ -48,6 +48,30 @@ def pytest_configure(config):
                                        "(runs the bwrap runtime)")
 
 
+def pytest_collection_modifyitems(config, items):
+    """The Python 3.12 run's test goes last: it waits for a run that started with the session."""
+    from py312_suite import TEST_NAME
+
+    items.sort(key=lambda item: item.name == TEST_NAME)  # stable: the rest keep their order
+
+
+def pytest_collection_finish(session):
+    """Start the no-sandbox suite on Python 3.12 behind the others when its test is selected."""
+    from py312_suite import SUITE_312, TEST_NAME, SuiteOn312
+
+    if any(item.name == TEST_NAME for item in session.items) and \
+            not session.config.option.collectonly:
+        session.config.stash[SUITE_312] = SuiteOn312().start()
+
+
+def pytest_unconfigure(config):
+    from py312_suite import SUITE_312
+
+    suite = config.stash.get(SUITE_312, None)
+    if suite:
+        suite.stop()  # an interrupted session leaves no run behind
+
+
 @pytest.fixture(scope="session")
 def bwrap_rootfs():
     """The base image's exported root filesystem; exported first if it is missing."""

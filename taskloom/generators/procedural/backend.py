@@ -104,6 +104,7 @@ class ProceduralPlanner:
             length = max((n for n in range(1, length + 1) if self._ending(goal, n)),
                          default=length)
         fallback = None
+        tried: dict[Blueprint, bool] = {}  # the walks repeat paths; a dry run settles each once
         for wanted in [length] * PLAN_ATTEMPTS + list(range(length - 1, 0, -1)) * 5:
             # Steered: the most novel realizable one of several equally good paths (the
             # rarest transitions are often rare because they cannot be realized).
@@ -118,7 +119,9 @@ class ProceduralPlanner:
                                       difficulty=difficulty.model_copy(
                                           update={"steps": achieved}))
                 fallback = fallback or blueprint
-                if self.realizable(blueprint):
+                if blueprint not in tried:
+                    tried[blueprint] = self.realizable(blueprint)
+                if tried[blueprint]:
                     return blueprint
         return fallback
 

@@ -8,6 +8,7 @@ identifier is sometimes logged again at the same level (a retried job).
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter
 from collections.abc import Callable
 
@@ -216,14 +217,16 @@ def _same_second(ctx: StepContext, timelines: list[list[AppRecord]]) -> None:
     for _ in range(2):
         first, second = sorted(ctx.rng.sample(range(len(timelines)), 2))
         later = timelines[second]
+        stamps = [other.timestamp for other in timelines[first]]  # in time order
+        rests = [other.line()[len(other.timestamp):].encode() for other in timelines[first]]
         pairs = []
         for index, record in enumerate(later):
             low = later[index - 1].timestamp if index else ""
             high = later[index + 1].timestamp if index + 1 < len(later) else "~"
-            rest = record.line()[len(record.timestamp):]
-            pairs += [(index, other.timestamp) for other in timelines[first]
-                      if low <= other.timestamp <= high
-                      and other.line()[len(other.timestamp):].encode() > rest.encode()]
+            rest = record.line()[len(record.timestamp):].encode()
+            pairs += [(index, stamps[j]) for j in range(bisect.bisect_left(stamps, low),
+                                                        bisect.bisect_right(stamps, high))
+                      if rests[j] > rest]
         if pairs:
             index, stamp = ctx.rng.choice(pairs)
             old = later[index]
