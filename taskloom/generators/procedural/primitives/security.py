@@ -162,15 +162,12 @@ class ScrubRules:
         """
         begin, end, subs = self._patterns()
         place = self.placeholder.encode()
-        if not begin.search(data):
-            if self.aws:
+        if b"-----" not in data or not begin.search(data):
+            if self.aws and b"AKIA" in data:
                 data = _AWS_ID.sub(lambda _: place, data)
             pieces, cursor = [], 0
-            for found in _SENSITIVE.finditer(data):
-                start = data.rfind(b"\n", 0, found.start()) + 1
-                if start < cursor:
-                    continue  # a line already edited
-                stop = data.find(b"\n", found.end())
+            for start in _sensitive_lines(data):
+                stop = data.find(b"\n", start)
                 stop = len(data) if stop < 0 else stop
                 line = data[start:stop]
                 for pattern, expand in subs:
@@ -217,7 +214,25 @@ class ScrubRules:
 
 
 _AWS_ID = re.compile(rb"\bAKIA[0-9A-Z]{16}\b")
-_SENSITIVE = re.compile("|".join(SUFFIXES).encode(), re.IGNORECASE)
+_SENSITIVE = tuple(word.encode() for word in SUFFIXES if not any(
+    other != word and other in word for other in SUFFIXES))  # secret covers secret_access_key
+
+
+def _sensitive_lines(data: bytes) -> list[int]:
+    """Where each line holding a sensitive word starts, ignoring ASCII case, in order.
+
+    A search of the lowered bytes per word: scanning whole files with one case-folding
+    regex cost half of all planning (a steered plan dry-runs scrubs of ~1,000-line trees).
+    """
+    lowered, starts = data.lower(), set()
+    for word in _SENSITIVE:
+        at = lowered.find(word)
+        while at >= 0:
+            start = lowered.rfind(b"\n", 0, at) + 1
+            starts.add(start)
+            stop = lowered.find(b"\n", at)
+            at = -1 if stop < 0 else lowered.find(word, stop)
+    return sorted(starts)
 
 
 # The body of a secret scan: `leaks(data)` is True when the bytes hold a secret, as they
