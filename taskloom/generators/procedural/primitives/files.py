@@ -46,7 +46,7 @@ from taskloom.generators.procedural.primitives.base import (
     StepResult,
     primitive,
 )
-from taskloom.generators.procedural.sources.trees import normalized_name
+from taskloom.generators.procedural.sources.trees import ascii_lower, normalized_name
 from taskloom.generators.procedural.world import DAY, lines_text, q
 
 SIZE_STEPS_KIB = (1, 2, 4, 8, 10, 16, 32, 50, 64, 100, 128, 200, 256)
@@ -339,7 +339,8 @@ def organize_by_extension(ctx: StepContext, source) -> StepResult:
     root = tree.path if in_place else ctx.output_path("sorted", "")
     moved = [TreeFile(f"{extension(f.relpath)}/{f.relpath}", f.content, f.mode, f.mtime,
                       f.owner, f.group) for f in loose]
-    kept = [f for f in tree.files if f not in loose] if in_place else []
+    sorted_out = {f.relpath for f in loose}
+    kept = [f for f in tree.files if f.relpath not in sorted_out] if in_place else []
     if {f.relpath for f in moved} & {f.relpath for f in kept}:
         raise NotApplicable("an extension folder already holds a file of the same name")
     files = sorted(kept + moved, key=lambda f: f.relpath)
@@ -389,8 +390,8 @@ def organize_by_extension(ctx: StepContext, source) -> StepResult:
 
     def result(chosen, folder=extension, moving: bool = in_place) -> set[str]:
         """The paths below `root` once the `chosen` files went to `folder(relpath)`."""
-        stay = {f.relpath for f in tree.files if not (moving and f in chosen)} \
-            if in_place else set()
+        gone = {f.relpath for f in chosen} if moving else set()  # relpaths: one file each
+        stay = {f.relpath for f in tree.files if f.relpath not in gone} if in_place else set()
         return stay | {f"{folder(f.relpath)}/{basename(f.relpath)}" for f in chosen}
 
     wrong = [  # (name, stated, solution ignoring it, the files it leaves below root)
@@ -646,7 +647,7 @@ def rename_normalize(ctx: StepContext, source) -> StepResult:
         ("lowercase", "that capital letters become lowercase", rename(tr="' ' '-'"),
          names(lambda name: name.replace(" ", "-"))),
         ("spaces", "that spaces become dashes", rename(tr="'A-Z' 'a-z'"),
-         names(lambda name: "".join(c.lower() if "A" <= c <= "Z" else c for c in name))),
+         names(ascii_lower)),
         ("folders", "that folder names stay as they are",
          rename(tests="-mindepth 1 -depth"), names(normalized_name, folders=True)),
     ]
@@ -844,11 +845,6 @@ for path, _ in list(regular(root)):
                     if len(left) != len(kept)))
 
 
-def _ascii_lower(text: str) -> str:
-    """Text with A-Z made lowercase: how `find -iname` folds a name and a pattern."""
-    return "".join(c.lower() if "A" <= c <= "Z" else c for c in text)
-
-
 @primitive("files.copy_matching")
 def copy_matching(ctx: StepContext, source) -> StepResult:
     """Copy the files matching a pattern into another directory, keeping subfolders."""
@@ -865,7 +861,7 @@ def copy_matching(ctx: StepContext, source) -> StepResult:
         raise NotApplicable("no name pattern selects part of the files")
     # Mostly a pattern whose case matters (`Report*` beside `report-03.pdf`).
     folded = [p for p in usable if any(
-        fnmatch.fnmatchcase(_ascii_lower(basename(f.relpath)), _ascii_lower(p)) !=
+        fnmatch.fnmatchcase(ascii_lower(basename(f.relpath)), ascii_lower(p)) !=
         fnmatch.fnmatchcase(basename(f.relpath), p) for f in tree.files)]
     pattern = ctx.rng.choice(folded if folded and ctx.rng.random() < 0.7 else usable)
     chosen = [f for f in tree.files if fnmatch.fnmatchcase(basename(f.relpath), pattern)]
@@ -895,7 +891,7 @@ def copy_matching(ctx: StepContext, source) -> StepResult:
         ("case-sensitive", "that the pattern is case-sensitive",
          copy(tests=f"-type f -iname {q(pattern)}"),
          {f.relpath for f in tree.files
-          if fnmatch.fnmatchcase(_ascii_lower(basename(f.relpath)), _ascii_lower(pattern))}),
+          if fnmatch.fnmatchcase(ascii_lower(basename(f.relpath)), ascii_lower(pattern))}),
         ("subfolders", "that files in subfolders are copied too",
          copy(tests=f"-maxdepth 1 -type f -name {q(pattern)}"),
          {f.relpath for f in files if top_level(f.relpath)}),

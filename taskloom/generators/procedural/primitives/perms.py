@@ -27,6 +27,7 @@ from taskloom.generators.procedural.primitives.base import (
     StepResult,
     primitive,
 )
+from taskloom.generators.procedural.sources.trees import ascii_lower
 from taskloom.generators.procedural.world import DAY, EPOCH_NOW, lines_text, q
 
 # Policies whose modes survive `cp` under umask 022, so copies made later still match.
@@ -553,9 +554,6 @@ def create_from_csv(ctx: StepContext, source) -> StepResult:
         for row in chosen:
             made.setdefault(login(row[person]), set()).add(row[team])
         return any(not set(groups) <= made.get(name, set()) for name, _, groups in users)
-
-    def ascii_lower(text: str) -> str:  # what `tr 'A-Z' 'a-z'` does
-        return "".join(c.lower() if "A" <= c <= "Z" else c for c in text)
 
     solution = onboard()
     rules = [Rule("home", "that each account gets a home directory", onboard(home=""))]

@@ -410,11 +410,9 @@ def ceil_quarter(moment: datetime) -> datetime:
     return base + timedelta(minutes=-base.minute % 15)
 
 
-def fits(calendars: CalendarSet, name: str, start: datetime, end: datetime,
-         ignore: frozenset[str], intervals: list[tuple[datetime, datetime]]) -> bool:
-    """True when the person can attend [start, end): at work, not at lunch, not busy."""
-    person = calendars.person(name)
-    zone = zone_of(person.zone, ignore)
+def at_work(person: Person, zone, start: datetime, end: datetime,
+            ignore: frozenset[str]) -> bool:
+    """True when [start, end) is within the person's working hours and not at lunch."""
     local, local_end = start.astimezone(zone), end.astimezone(zone)
     minute = local.hour * 60 + local.minute
     minute_end = minute + int((end - start).total_seconds()) // 60
@@ -422,35 +420,51 @@ def fits(calendars: CalendarSet, name: str, start: datetime, end: datetime,
             local.weekday() < 5 and local.date() == local_end.date()
             and person.hours[0] <= minute and minute_end <= person.hours[1]):
         return False
-    if person.lunch and "lunch" not in ignore and local.date() == local_end.date() \
-            and minute < person.lunch[1] and person.lunch[0] < minute_end:
-        return False
-    if "touching" in ignore:  # closed intervals: back-to-back counts as overlapping
-        return not any(s <= end and start <= e for s, e in intervals)
-    return not any(s < end and start < e for s, e in intervals)
+    return not (person.lunch and "lunch" not in ignore and local.date() == local_end.date()
+                and minute < person.lunch[1] and person.lunch[0] < minute_end)
 
 
 def earliest_slot(calendars: CalendarSet, attendees: tuple[str, ...], minutes: int,
                   notice_hours: int, ignore: frozenset[str] = frozenset()) -> datetime | None:
     """The earliest quarter-hour start of a meeting everyone can attend, in the week.
 
-    Beside `busy`'s and `fits`' rules: `notice` (from now), `quarter` (any minute).
+    Someone can attend [start, end) when at work, not at lunch and not busy. Beside
+    `busy`'s and `at_work`'s rules: `notice` (from now), `quarter` (any minute), `touching`
+    (closed intervals: back to back counts as overlapping).
+
+    A start that overlaps a busy interval moves on past the interval's end at once: every
+    start before it overlaps the interval too (a week of minutes, tried one by one, made
+    meeting tasks the slowest to plan).
     """
     first = calendars.now if "notice" in ignore else \
         calendars.now + timedelta(hours=notice_hours)
     last = datetime.combine(calendars.monday + timedelta(days=5), time(0), UTC)
-    intervals = {name: busy(calendars, name, ignore) for name in attendees}
+    people = [(calendars.person(name), busy(calendars, name, ignore)) for name in attendees]
+    people = [(person, zone_of(person.zone, ignore), intervals) for person, intervals in people]
     start, step = ceil_quarter(first), QUARTER
     if "quarter" in ignore:
         start, step = ceil_quarter(first) - QUARTER, timedelta(minutes=1)
         while start < first:
             start += step
     length = timedelta(minutes=minutes)
+    touching = "touching" in ignore
     while start + length <= last:
-        if all(fits(calendars, name, start, start + length, ignore, intervals[name])
-               for name in attendees):
+        end, until = start + length, None
+        for person, zone, intervals in people:
+            if not at_work(person, zone, start, end, ignore):
+                break
+            until = max((e for s, e in intervals
+                         if (s <= end and start <= e if touching else s < end and start < e)),
+                        default=None)
+            if until is not None:
+                break
+        else:
             return start
-        start += step
+        if until is None:
+            start += step
+        else:  # the first start after the interval (at its end, when touching is allowed)
+            start += step * ((until - start) // step + 1 if touching
+                             else -((start - until) // step))
     return None
 
 

@@ -10,12 +10,23 @@ import gzip
 import hashlib
 import io
 import posixpath
+import string
 import tarfile
 
 from taskloom.generators.procedural.artifacts import Archive, ChecksumList, FileTree, TreeFile
 from taskloom.generators.procedural.primitives.base import StepContext, source
 from taskloom.generators.procedural.sources.common import data_dir, day, noisy, spaced
 from taskloom.generators.procedural.world import DAY, EPOCH_NOW, lines_text
+
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+
+
+def ascii_lower(text: str) -> str:
+    """Text with A-Z made lowercase and every other character kept.
+
+    What `tr 'A-Z' 'a-z'` and `find -iname` do to a name (str.lower also folds `Ä`).
+    """
+    return text.translate(_ASCII_LOWER)
 
 
 def normalized_name(name: str) -> str:
@@ -24,7 +35,7 @@ def normalized_name(name: str) -> str:
     The rule of `files.rename_normalize`; sources keep these unique within a tree so the
     renaming never makes two files collide.
     """
-    return "".join(c.lower() if "A" <= c <= "Z" else c for c in name).replace(" ", "-")
+    return ascii_lower(name).replace(" ", "-")
 
 
 def _needs_normalizing(relpath: str) -> bool:
