@@ -1,19 +1,24 @@
 """Batch-run throughput: verified tasks/min of `taskloom generate` beside the sandbox floor.
 
-    .venv/bin/python benchmarks/pipeline_throughput.py [--count 500] [--workers 2]
+    .venv/bin/python benchmarks/pipeline_throughput.py [--count 1000] [--workers 2]
                                                        [--runtimes docker,bwrap] [--seed 0]
+                                                       [--sample 40]
 
 Runs the whole pipeline (plan, generate, validate with every default check, refine, filter,
 export) for `count` verified procedural tasks on each runtime, then the sandbox floor
-(benchmarks/floor.py: the same container checks in one Docker container per task, no
-taskloom logic) over the exported tasks, all in the same process. Prints each rate, the
-machine's CPU per verified task (every process, dockerd and the sandboxes included, from
-/proc/stat), and where it goes: the CPU of planning and generating (the run's items
-planned and generated again, alone, in this process), the rest being validation's sandbox
-work and the run's bookkeeping; then the seconds each stage and each check (the phase
-kinds: nop, oracle, alternatives, mutations, tamper probes) spent, summed over the items
-and shown per verified task (wall seconds of work running side by side, waits included,
-so they add up to more than the run's length).
+(benchmarks/floor.py: nop, oracle and step-removed runs in one Docker container per task,
+no taskloom logic) over the exported tasks, all in the same process. Prints each rate and
+the machine's CPU per verified task (every process, dockerd and the sandboxes included,
+from /proc/stat), then where those core-seconds go:
+
+- by stage: plan and generate (the run's items planned, steered as the run steered them,
+  and generated again, alone, in this process), validate (a sample of the exported tasks
+  validated again, alone: the machine's CPU meanwhile), filter (embedding the exported
+  tasks; the model is loaded once per run), export (the run's own seconds);
+- by phase kind (nop, oracle, alternative, mutation, probe): the CPU of each phase's
+  commands inside the sandbox, as its driver counts them (the processes' user and system
+  time), over the same sample; the rest of validation is sandbox setup, the in-place resets
+  and the host's side.
 """
 
 from __future__ import annotations
@@ -31,29 +36,38 @@ from floor import floor_rate
 from runtime_compare import busy_cpu_seconds
 
 from taskloom.config import load_run_config
+from taskloom.embedding import embedding_text, load_embedder
+from taskloom.harbor import read_task_folder
 from taskloom.pipeline import stages
 from taskloom.pipeline.runner import Runner
 from taskloom.pipeline.store import RunStore
 from taskloom.sandbox.docker_runtime import docker_client
+from taskloom.sandbox.trial import TrialResult
+from taskloom.skill_graph.steering import CoverageTracker
+from taskloom.validators.engine import validate_task
+from taskloom.validators.phases import commands
+
+PHASE_KINDS = {"nop": "nop", "oracle": "oracle", "alternative": "alternative",
+               "mutant": "mutation", "tamper": "probe", "answer": "answer key"}
 
 
-def where_time_goes(run: Path) -> tuple[Counter, Counter]:
-    """Seconds per stage and per validation check, summed over the run's results."""
-    stages, checks = Counter(), Counter()
+def planning_cpu(config, run: Path, items: int) -> tuple[float, float]:
+    """CPU seconds of planning and of generating the run's `items` again, one at a time.
+
+    Steered as the run steered: item i sees the exported tasks of items < i - lag.
+    """
     with RunStore(run / "run.duckdb", read_only=True) as store:
-        for stage, seconds in store.query("SELECT stage, sum(seconds) FROM results "
-                                          "GROUP BY stage ORDER BY min(created)"):
-            stages[stage] = seconds or 0.0
-        for stored in store.verdicts():
-            checks[stored.verdict.check] += stored.verdict.seconds
-    return stages, checks
-
-
-def planning_cpu(config, items: int) -> tuple[float, float]:
-    """CPU seconds of planning and of generating `items` items again, one at a time."""
+        exported = store.exported_tasks(0, items)
+    tracker, added, lag = CoverageTracker(), 0, config.diversity.steering_lag
     planned, started = [], time.process_time()
     for item in range(items):
-        planned.append(stages.plan(config, item).value)
+        coverage = None
+        if config.diversity.steering:
+            while added < len(exported) and exported[added][0] < item - lag:
+                tracker.add(exported[added][2], exported[added][1])
+                added += 1
+            coverage = tracker.snapshot(max(0, item - lag))
+        planned.append(stages.plan(config, item, coverage=coverage).value)
     generating = time.process_time()
     for blueprint in planned:
         if blueprint is not None:
@@ -61,12 +75,56 @@ def planning_cpu(config, items: int) -> tuple[float, float]:
     return generating - started, time.process_time() - generating
 
 
+class Recording:
+    """A runtime that keeps every trial it runs."""
+
+    def __init__(self, runtime) -> None:
+        self.runtime, self.trials = runtime, []
+
+    def run(self, plan) -> TrialResult:
+        result = self.runtime.run(plan)
+        self.trials.append(result)
+        return result
+
+
+def validation_cpu(config, folders: list[Path]) -> tuple[float, Counter]:
+    """Machine CPU of validating `folders` alone, and the sandbox commands' CPU by phase kind."""
+    tasks = [read_task_folder(folder) for folder in folders]
+    runtime = stages.process_runtime(config.runtime)
+    recording = Recording(runtime)
+    validate_task(tasks[0], runtime, config.validation)  # warm: the rootfs, the image cache
+    cpu = busy_cpu_seconds()
+    for task in tasks:
+        validate_task(task, recording, config.validation)
+    cpu = busy_cpu_seconds() - cpu
+    kinds: Counter = Counter()
+    for trial in recording.trials:
+        for phase in trial.phases:
+            kind = PHASE_KINDS.get(phase.name.split("-")[0], phase.name)
+            kinds[kind] += sum(outcome.cpu_seconds for _, _, outcome in commands(phase))
+    return cpu, kinds
+
+
+def filter_cpu(config, folders: list[Path]) -> float:
+    """CPU seconds of embedding the tasks (the model is loaded once per run, not counted)."""
+    embedder = load_embedder(config.diversity.model, download=config.diversity.download)
+    started = time.process_time()
+    embedder.embed([embedding_text(read_task_folder(folder)) for folder in folders])
+    return time.process_time() - started
+
+
+def shown(costs: dict[str, float], per: int) -> str:
+    return ", ".join(f"{name} {seconds / per:.3f}" for name, seconds in costs.items())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--count", type=int, default=500)
+    parser.add_argument("--count", type=int, default=1000)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--runtimes", default="docker,bwrap")
+    parser.add_argument("--sample", type=int, default=40,
+                        help="exported tasks validated again for the per-phase split")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         for runtime in args.runtimes.split(","):
@@ -80,17 +138,23 @@ def main() -> None:
             per_task = max(summary.exported, 1)
             print(f"{runtime:7s} taskloom generate : {summary.exported / elapsed * 60:6.1f} "
                   f"verified tasks/min ({summary.exported} of {summary.items} items in "
-                  f"{elapsed:.0f} s), {cpu / per_task:.2f} core-s per verified task")
-            plan, generate = planning_cpu(config, summary.items)
-            print(f"        core-s per verified task: plan {plan / per_task:.2f}, generate "
-                  f"{generate / per_task:.2f}, the rest (validation's sandboxes, filter, "
-                  f"export, the store) {(cpu - plan - generate) / per_task:.2f}")
-            by_stage, checks = where_time_goes(run)
-            print("        seconds per verified task by stage: " + ", ".join(
-                f"{name} {seconds / per_task:.2f}" for name, seconds in by_stage.items()))
-            print("        seconds per verified task by check: " + ", ".join(
-                f"{name} {seconds / per_task:.2f}" for name, seconds in checks.most_common()))
-        folders = sorted(p for p in (run / "tasks").iterdir() if p.is_dir())
+                  f"{elapsed:.0f} s), {cpu / per_task:.2f} core-s per verified task",
+                  flush=True)
+            folders = sorted(p for p in (run / "tasks").iterdir() if p.is_dir())
+            sample = folders[:args.sample]
+            plan, generate = planning_cpu(config, run, summary.items)
+            validate, kinds = validation_cpu(config, sample)
+            embed = filter_cpu(config, folders)
+            export = next((row.median_seconds or 0.0 for row in summary.funnel
+                           if row.stage == "export"), 0.0)
+            print("        core-s per verified task by stage: " + shown(
+                {"plan": plan, "generate": generate}, per_task) + ", " + shown(
+                {"validate": validate}, len(sample)) + ", " + shown(
+                {"filter": embed}, len(folders)) + f", export {export:.3f}", flush=True)
+            inside = sum(kinds.values())
+            print("        core-s per task by phase kind (sandbox commands): " + shown(
+                dict(kinds.most_common()), len(sample)) + "; setup, resets and the host "
+                f"{(validate - inside) / len(sample):.3f}", flush=True)
         floor = floor_rate(docker_client(), folders, workers=args.workers,
                            repeats=config.validation.repeats)
     print(f"sandbox floor (docker)   : {floor:6.1f} tasks/min")

@@ -150,6 +150,21 @@ def test_process_limit(bwrap_runtime):
     assert int(log.split("forked ")[1].split()[0]) < PIDS_LIMIT
 
 
+def test_each_command_reports_the_cpu_it_and_its_children_used(bwrap_runtime):
+    """A solution that computes for ~0.4 s in a child it waits for, tests that sleep."""
+    burn = textwrap.dedent("""\
+        #!/bin/bash
+        python3 -c 'import time
+        end = time.process_time() + 0.4
+        while time.process_time() < end: pass'
+        """)
+    result = bwrap_runtime.run(probe_plan("#!/bin/bash\nsleep 0.4\necho 1 > "
+                                          "/logs/verifier/reward.txt\n", solve=burn))
+    phase, = result.phases
+    assert phase.solution.cpu_seconds >= 0.35, phase.solution
+    assert phase.tests.seconds >= 0.4 and phase.tests.cpu_seconds < 0.2, phase.tests
+
+
 def test_cgroup_limits_are_written():
     owner = f"{process_name(os.getpid())}-cgroup-test"  # alive: not pruned
     cgroup = cgroups.Cgroup(f"{owner}/limits")

@@ -26,6 +26,7 @@ import json
 import math
 import os
 import pwd
+import resource
 import select
 import shutil
 import signal
@@ -105,8 +106,13 @@ class Capture:
 
 
 def run_command(argv, *, timeout, cwd, env, user, log_limit, stdin_data=None):
-    """Run argv in its own session with a wall-clock timeout that kills the whole group."""
-    started = time.monotonic()
+    """Run argv in its own session with a wall-clock timeout that kills the whole group.
+
+    `cpu_seconds` is the CPU (user and system) of the command and of what it started that
+    ended and was reaped by the time it was collected; a process it left running is
+    counted where it is reaped (at the next command or reset).
+    """
+    started, cpu = time.monotonic(), children_cpu()
     capture = Capture(log_limit)
     try:
         kwargs = user_kwargs(user)
@@ -168,8 +174,16 @@ def run_command(argv, *, timeout, cwd, env, user, log_limit, stdin_data=None):
     code = proc.wait()
     if timed_out:
         capture.feed(b"\n[taskloom: killed after %.0f s wall-clock timeout]\n" % timeout)
+    reap_orphans((Keeper.pid(),))
     return {"exit_code": code, "timed_out": timed_out,
-            "seconds": round(time.monotonic() - started, 4), "log": capture.text()}
+            "seconds": round(time.monotonic() - started, 4),
+            "cpu_seconds": round(children_cpu() - cpu, 4), "log": capture.text()}
+
+
+def children_cpu():
+    """CPU seconds (user and system) of this process's ended and reaped descendants."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def user_kwargs(user):

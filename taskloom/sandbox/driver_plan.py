@@ -131,7 +131,8 @@ def _command(data: dict | None) -> CommandResult | None:
     if data is None:
         return None
     return CommandResult(exit_code=data["exit_code"], timed_out=data["timed_out"],
-                         seconds=data["seconds"], log=data["log"])
+                         seconds=data["seconds"], cpu_seconds=data.get("cpu_seconds", 0.0),
+                         log=data["log"])
 
 
 def _steps(data: list[dict] | None) -> tuple[StepResult, ...] | None:

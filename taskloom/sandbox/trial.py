@@ -146,6 +146,8 @@ class CommandResult(Frozen):
     exit_code: int = Field(description="Exit status (-9 when killed).")
     timed_out: bool = Field(description="True when the wall-clock limit killed it.")
     seconds: float = Field(description="Wall-clock seconds.")
+    cpu_seconds: float = Field(default=0.0, description="CPU seconds (user and system) of "
+                               "the command and the processes it started that ended with it.")
     log: str = Field(description="Head and tail of stdout+stderr.")
 
 
