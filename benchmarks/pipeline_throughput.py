@@ -14,7 +14,8 @@ from /proc/stat), then where those core-seconds go:
 - by stage: plan and generate (the run's items planned, steered as the run steered them,
   and generated again, alone, in this process), validate (a sample of the exported tasks
   validated again, alone: the machine's CPU meanwhile), filter (embedding the exported
-  tasks; the model is loaded once per run), export (the run's own seconds);
+  tasks and deciding each against those kept; the model is loaded once per run), export
+  (writing their folders again);
 - by phase kind (nop, oracle, alternative, mutation, probe): the CPU of each phase's
   commands inside the sandbox, as its driver counts them (the processes' user and system
   time), over the same sample; the rest of validation is sandbox setup, the in-place resets
@@ -36,14 +37,14 @@ from floor import floor_rate
 from runtime_compare import busy_cpu_seconds
 
 from taskloom.config import load_run_config
-from taskloom.embedding import embedding_text, load_embedder
-from taskloom.harbor import read_task_folder
+from taskloom.embedding import load_embedder
+from taskloom.harbor import read_task_folder, write_task_folder
 from taskloom.pipeline import stages
-from taskloom.pipeline.runner import Runner
+from taskloom.pipeline.corpus_filter import CorpusFilter
+from taskloom.pipeline.runner import Runner, StoredCoverage
 from taskloom.pipeline.store import RunStore
 from taskloom.sandbox.docker_runtime import docker_client
 from taskloom.sandbox.trial import TrialResult
-from taskloom.skill_graph.steering import CoverageTracker
 from taskloom.validators.engine import validate_task
 from taskloom.validators.phases import commands
 
@@ -56,18 +57,12 @@ def planning_cpu(config, run: Path, items: int) -> tuple[float, float]:
 
     Steered as the run steered: item i sees the exported tasks of items < i - lag.
     """
+    coverage, planned = StoredCoverage(config.diversity), []
     with RunStore(run / "run.duckdb", read_only=True) as store:
-        exported = store.exported_tasks(0, items)
-    tracker, added, lag = CoverageTracker(), 0, config.diversity.steering_lag
-    planned, started = [], time.process_time()
-    for item in range(items):
-        coverage = None
-        if config.diversity.steering:
-            while added < len(exported) and exported[added][0] < item - lag:
-                tracker.add(exported[added][2], exported[added][1])
-                added += 1
-            coverage = tracker.snapshot(max(0, item - lag))
-        planned.append(stages.plan(config, item, coverage=coverage).value)
+        started = time.process_time()
+        for item in range(items):
+            planned.append(stages.plan(config, item,
+                                       coverage=coverage.for_item(store, item)).value)
     generating = time.process_time()
     for blueprint in planned:
         if blueprint is not None:
@@ -105,11 +100,25 @@ def validation_cpu(config, folders: list[Path]) -> tuple[float, Counter]:
     return cpu, kinds
 
 
-def filter_cpu(config, folders: list[Path]) -> float:
-    """CPU seconds of embedding the tasks (the model is loaded once per run, not counted)."""
+def filter_cpu(config, tasks: list, tmp: Path) -> float:
+    """CPU seconds of the corpus filter: embedding each task and deciding it against the kept.
+
+    The model is loaded once per run and not counted.
+    """
     embedder = load_embedder(config.diversity.model, download=config.diversity.download)
+    with RunStore(tmp / "filter.duckdb") as store:
+        corpus = CorpusFilter(config.diversity, store, embedder)
+        started = time.process_time()
+        for task in tasks:  # as the run does: one at a time, each stored
+            corpus.decide(task.name, task.name, corpus.vector(task.name, task))
+        return time.process_time() - started
+
+
+def export_cpu(tasks: list, tmp: Path) -> float:
+    """CPU seconds of writing the tasks' Harbor folders (the store's rows not counted)."""
     started = time.process_time()
-    embedder.embed([embedding_text(read_task_folder(folder)) for folder in folders])
+    for task in tasks:
+        write_task_folder(task, tmp / "export" / task.name)
     return time.process_time() - started
 
 
@@ -144,13 +153,13 @@ def main() -> None:
             sample = folders[:args.sample]
             plan, generate = planning_cpu(config, run, summary.items)
             validate, kinds = validation_cpu(config, sample)
-            embed = filter_cpu(config, folders)
-            export = next((row.median_seconds or 0.0 for row in summary.funnel
-                           if row.stage == "export"), 0.0)
+            tasks = [read_task_folder(folder) for folder in folders]
+            corpus = filter_cpu(config, tasks, Path(tmp) / f"{runtime}-filter")
+            export = export_cpu(tasks, Path(tmp) / f"{runtime}-export")
             print("        core-s per verified task by stage: " + shown(
                 {"plan": plan, "generate": generate}, per_task) + ", " + shown(
                 {"validate": validate}, len(sample)) + ", " + shown(
-                {"filter": embed}, len(folders)) + f", export {export:.3f}", flush=True)
+                {"filter": corpus, "export": export}, len(folders)), flush=True)
             inside = sum(kinds.values())
             print("        core-s per task by phase kind (sandbox commands): " + shown(
                 dict(kinds.most_common()), len(sample)) + "; setup, resets and the host "

@@ -129,6 +129,14 @@ class NotApplicable(Declined):
     """This primitive cannot work on this input; the generator resamples."""
 
 
+class Misplaced(NotApplicable):
+    """This primitive never works at this step of a path, whatever the input.
+
+    Raised only on the step's position and the specification level (say, "only as the first
+    step"), so the planner may skip every other path with the skill at that position.
+    """
+
+
 class InvalidAnswer(Declined):
     """The model's answer is empty, not JSON, or does not match the schema."""
 

@@ -7,7 +7,9 @@ from collections import Counter
 
 import pytest
 
-from taskloom.generators.procedural.backend import PlanSettings, ProceduralPlanner
+from taskloom.errors import NoDraft
+from taskloom.generators.procedural import backend
+from taskloom.generators.procedural.backend import PlanSettings, ProceduralPlanner, blueprint_for
 from taskloom.generators.procedural.primitives import PRIMITIVES
 from taskloom.skill_graph.model import load_graph
 from taskloom.skill_graph.sampling import PathSampler
@@ -122,3 +124,43 @@ def test_every_kind_of_work_gets_an_equal_share_of_a_runs_tasks(seed):
     assert 0.38 <= works["data-querying"] / 60 <= 0.62, works
     # Within a work every skill has its share too: no skill ends more than a third.
     assert max(ends.values()) <= 20, ends
+
+
+def test_a_skill_where_it_never_works_is_settled_without_assembling(monkeypatch):
+    planner = ProceduralPlanner(GRAPH, PlanSettings(seed=2))
+    first = blueprint_for(GRAPH, ("perms.set_modes", "files.delete_old"), seed=11)
+    assert planner.realizable(first, set()) is False
+    level = first.difficulty.specification
+    assert ("files.delete_old", 2, level) in planner.misplaced
+    assembled = []
+    monkeypatch.setattr(backend, "assemble", lambda *args: assembled.append(args))
+    other = blueprint_for(GRAPH, ("files.copy_matching", "files.delete_old"), seed=12,
+                          difficulty=first.difficulty)
+    assert planner.realizable(other, set()) is False
+    assert assembled == []
+
+
+def test_settling_paths_by_their_refused_prefixes_changes_no_answer(monkeypatch):
+    """Each dry run the planner settles from what it learnt gives what assembling says."""
+    planner = ProceduralPlanner(GRAPH, PlanSettings(seed=0))
+    learnt = planner.realizable
+    compared = Counter()
+
+    def both(blueprint, refused):
+        answer = learnt(blueprint, refused)
+        compared[answer] += 1
+        assert answer == any(_assembles(blueprint, attempt) for attempt in range(3)), blueprint
+        return answer
+
+    monkeypatch.setattr(planner, "realizable", both)
+    for index in range(20):
+        planner.plan(index)
+    assert planner.misplaced and compared[False] > 20 and compared[True] == 20, compared
+
+
+def _assembles(blueprint, attempt):
+    try:
+        backend.assemble(blueprint, GRAPH, attempt)
+    except NoDraft:
+        return False
+    return True

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from taskloom.config import RunConfig, with_llm_environment
+from taskloom.config import DiversityConfig, RunConfig, with_llm_environment
 from taskloom.errors import InfrastructureError, StoreError
 from taskloom.pipeline import stages
 from taskloom.pipeline.allocator import keep_large_buffers_out_of_heap
@@ -35,7 +35,7 @@ from taskloom.pipeline.items import STAGE_TABLE, ItemState, advance, stored_outc
 from taskloom.pipeline.preflight import check_run_config
 from taskloom.pipeline.records import FunnelRow, ItemStatus, Stage
 from taskloom.pipeline.stages import Outcome, StageOutcome
-from taskloom.pipeline.store import RunDirectory
+from taskloom.pipeline.store import RunDirectory, RunStore
 from taskloom.skill_graph.steering import CoverageSnapshot, CoverageTracker
 
 MAX_CONSECUTIVE_INFRA_ERRORS = 5
@@ -65,6 +65,30 @@ class RunSummary:
     funnel: tuple[FunnelRow, ...]
     seconds: float
     status: str
+
+
+class StoredCoverage:
+    """What a run's exported tasks cover, read from its store as planning moves on.
+
+    Item i is steered by the exported tasks of items below i - `steering_lag`, final by then,
+    so a resumed run plans item i as the first pass did. Ask for items in rising order.
+    """
+
+    def __init__(self, diversity: DiversityConfig) -> None:
+        self.diversity = diversity
+        self.tracker = CoverageTracker()
+        self.read_before = 0  # the exported tasks of items below it are in the tracker
+
+    def for_item(self, store: RunStore, index: int) -> CoverageSnapshot | None:
+        """The snapshot item `index` is planned with (None when the run does not steer)."""
+        if not self.diversity.steering:
+            return None
+        before = max(0, index - self.diversity.steering_lag)
+        if before > self.read_before:
+            for _, scenario, skills in store.exported_tasks(self.read_before, before):
+                self.tracker.add(skills, scenario)
+            self.read_before = before
+        return self.tracker.snapshot(before)
 
 
 @dataclass(frozen=True)
@@ -101,8 +125,7 @@ class Runner:
         self.frontier = 0  # items below it are finalized
         self.exported = 0
         self.infra_errors: Counter[Stage] = Counter()  # consecutive, by stage
-        self.coverage = CoverageTracker()
-        self.coverage_before = 0
+        self.coverage = StoredCoverage(self.config.diversity)
         self.ctrl_c = threading.Event()  # set by the first Ctrl-C of a run
 
     def run(self) -> RunSummary:
@@ -166,7 +189,8 @@ class Runner:
             while (self.exported < config.count and len(self.items) < window
                    and self.next_index < config.item_limit
                    and self._may_plan(self.next_index)):
-                item = ItemState(self.next_index, coverage=self._coverage_for(self.next_index))
+                item = ItemState(self.next_index,
+                                 coverage=self.coverage.for_item(self.store, self.next_index))
                 self.items[item.index] = item
                 self.next_index += 1
                 self._advance(item)
@@ -293,18 +317,6 @@ class Runner:
         """With steering, item i is planned only once items < i - lag are all finalized."""
         diversity = self.config.diversity
         return not diversity.steering or self.frontier >= index - diversity.steering_lag
-
-    def _coverage_for(self, index: int) -> CoverageSnapshot | None:
-        """What the exported tasks among items < index - lag cover (read from the store)."""
-        diversity = self.config.diversity
-        if not diversity.steering:
-            return None
-        before = max(0, index - diversity.steering_lag)
-        if before > self.coverage_before:
-            for _, scenario, skills in self.store.exported_tasks(self.coverage_before, before):
-                self.coverage.add(skills, scenario)
-            self.coverage_before = before
-        return self.coverage.snapshot(before)
 
     def _report_progress(self) -> None:
         self.progress.update("plan", self.funnel.passed(Stage.PLAN), self.config.item_limit)

@@ -43,6 +43,18 @@ SYSTEM_READS = ("/etc/passwd", "/etc/group", "/etc/shadow", "/etc/gshadow",
 
 
 
+class StepRefused(NoDraft):
+    """Step `number` of the path refused its input.
+
+    `misplaced`: it refuses that position whatever the input (`errors.Misplaced`).
+    """
+
+    def __init__(self, message: str, number: int, *, misplaced: bool) -> None:
+        super().__init__(message)
+        self.number = number
+        self.misplaced = misplaced
+
+
 @dataclasses.dataclass
 class Assembled:
     """The parts of a generated task before it becomes a `Task`."""
@@ -61,9 +73,10 @@ def assemble(blueprint: Blueprint, graph: SkillGraph, attempt: int = 0) -> Assem
     """Run the blueprint's steps on a fresh world.
 
     Raises:
-        NoDraft: A step does not apply to its input, or the task would be weak.
+        StepRefused: A step does not apply to its input.
+        NoDraft: The task would be weak.
     """
-    from taskloom.errors import NotApplicable
+    from taskloom.errors import Misplaced, NotApplicable
 
     scenario = graph.scenarios[blueprint.scenario]
     domain = get_domain(scenario.domain)
@@ -85,7 +98,8 @@ def assemble(blueprint: Blueprint, graph: SkillGraph, attempt: int = 0) -> Assem
         try:
             result = PRIMITIVES[skill_id](step, artifact)
         except NotApplicable as exc:
-            raise NoDraft(f"step {number} ({skill_id}): {exc}") from exc
+            raise StepRefused(f"step {number} ({skill_id}): {exc}", number,
+                              misplaced=isinstance(exc, Misplaced)) from exc
         if not result.alternative.strip():
             raise TypeError(f"primitive {skill_id} gives no alternative solution")
         produced = graph.skills[skill_id].produces

@@ -17,7 +17,7 @@ import random
 from pydantic import Field
 
 from taskloom.errors import NoDraft
-from taskloom.generators.procedural.assemble import assemble, build_task
+from taskloom.generators.procedural.assemble import StepRefused, assemble, build_task
 from taskloom.generators.procedural.primitives import PRIMITIVES
 from taskloom.generators.protocols import (
     DIMENSIONS,
@@ -68,6 +68,9 @@ class ProceduralPlanner:
         for skill in sorted(ends):
             works.setdefault(graph.work_of(skill), []).append(skill)
         self.works = dict(sorted(works.items()))
+        # (skill, step number, specification level) that `errors.Misplaced` refused: every
+        # path with that skill there is unrealizable, whatever the seed
+        self.misplaced: set[tuple[str, int, int]] = set()
 
     def plan(self, index: int, coverage: CoverageSnapshot | None = None) -> Blueprint:
         """The blueprint of item `index`: the first sampled path the generator can realize.
@@ -105,6 +108,7 @@ class ProceduralPlanner:
                          default=length)
         fallback = None
         tried: dict[Blueprint, bool] = {}  # the walks repeat paths; a dry run settles each once
+        refused: set[tuple] = set()  # (attempt, the blueprint's path up to the step refusing)
         for wanted in [length] * PLAN_ATTEMPTS + list(range(length - 1, 0, -1)) * 5:
             # Steered: the most novel realizable one of several equally good paths (the
             # rarest transitions are often rare because they cannot be realized).
@@ -120,7 +124,7 @@ class ProceduralPlanner:
                                           update={"steps": achieved}))
                 fallback = fallback or blueprint
                 if blueprint not in tried:
-                    tried[blueprint] = self.realizable(blueprint)
+                    tried[blueprint] = self.realizable(blueprint, refused)
                 if tried[blueprint]:
                     return blueprint
         return fallback
@@ -131,16 +135,34 @@ class ProceduralPlanner:
         return next((skill for skill in goal
                      if starts & self.sampler.reaching(frozenset({skill}), length - 1)), None)
 
-    def realizable(self, blueprint: Blueprint) -> bool:
+    def realizable(self, blueprint: Blueprint, refused: set[tuple]) -> bool:
         """True when the generator can assemble the blueprint within its first attempts.
 
         Three, not one: a single attempt halves planning time but rejects many of the
         novel paths steering ranks first (rare because they are hard to realize), and
         steering then moved plans off covered skills by 8% instead of 30% (seed 4).
+
+        A step's outcome depends only on the steps before it, given the item's seed, the
+        attempt, scenario, difficulty and length; so `refused` (one `realize` call's, where
+        all but the last four are fixed) settles a path whose prefix an attempt already
+        refused, and `misplaced` one with a skill where it never works, without assembling.
         """
+        path, level = blueprint.path, blueprint.difficulty.specification
+        if any((skill, number, level) in self.misplaced
+               for number, skill in enumerate(path[1:], start=2)):
+            return False
+        shape = (blueprint.scenario, blueprint.difficulty, len(path))
         for attempt in range(3):
+            if any((shape, attempt, path[:end]) in refused for end in range(1, len(path) + 1)):
+                continue
             try:
                 assemble(blueprint, self.graph, attempt)
+            except StepRefused as exc:
+                if exc.misplaced:
+                    self.misplaced.add((path[exc.number - 1], exc.number, level))
+                    return False
+                refused.add((shape, attempt, path[:exc.number]))
+                continue
             except NoDraft:
                 continue
             return True

@@ -13,7 +13,7 @@ import hashlib
 from collections import defaultdict
 from dataclasses import dataclass
 
-from taskloom.errors import NotApplicable
+from taskloom.errors import Misplaced, NotApplicable
 from taskloom.generators.procedural.artifacts import FileTree, TreeFile
 from taskloom.generators.procedural.checks import Assertion, FileDigests, TreeListing
 from taskloom.generators.procedural.primitives.base import Rule, StepContext, differs
@@ -55,7 +55,7 @@ def tree_input(source, *, mtimes: bool = False) -> FileTree:
 def first_step_only(ctx: StepContext, why: str) -> None:
     """Refuse to work on a tree that an earlier step made (and checks)."""
     if ctx.step != 1:
-        raise NotApplicable(f"{why}; only as the first step")
+        raise Misplaced(f"{why}; only as the first step")
 
 
 def basename(relpath: str) -> str:

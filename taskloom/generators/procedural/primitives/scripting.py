@@ -14,7 +14,7 @@ import unicodedata
 from collections import Counter
 from dataclasses import dataclass, replace
 
-from taskloom.errors import NotApplicable
+from taskloom.errors import Misplaced, NotApplicable
 from taskloom.generators.procedural.artifacts import (
     FileTree,
     Script,
@@ -442,7 +442,7 @@ def write_tool(ctx: StepContext, source) -> StepResult:
     if ctx.difficulty.specification == 3 and ctx.step > 1:
         # The goal-only instruction hides the step that makes the example input, and the
         # tool is judged on a copy of that input: nothing would check the hidden step.
-        raise NotApplicable("the example input's step would be hidden and unchecked")
+        raise Misplaced("the example input's step would be hidden and unchecked")
     lines = list(source.lines)
     kind = ctx.rng.choice(sorted(TOOLS))
     name, usage, contract = TOOLS[kind]

@@ -50,7 +50,7 @@ import string
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from taskloom.errors import NotApplicable
+from taskloom.errors import Misplaced, NotApplicable
 from taskloom.generators.procedural.artifacts import Commit, FileTree, GitRepo, TreeFile
 from taskloom.generators.procedural.checks import Assertion, CommandText, FileDigests, Modes
 from taskloom.generators.procedural.primitives._history import (  # a rewritten commit is
@@ -613,7 +613,7 @@ def scrub_secrets(ctx: StepContext, source) -> StepResult:
     if not isinstance(source, FileTree) or not source.files:
         raise NotApplicable("needs a directory tree with files")
     if ctx.step != 1:
-        raise NotApplicable("the secrets are planted in the source tree; only as the first step")
+        raise Misplaced("the secrets are planted in the source tree; only as the first step")
     tree = source
     rules = ScrubRules(ctx.rng.choice(PLACEHOLDERS))
     planted, secrets = _planted(ctx, rules)
@@ -791,7 +791,9 @@ def purge_git_secret(ctx: StepContext, source) -> StepResult:
     """Rewrite a branch's history so a committed secret is gone from every commit."""
     if not isinstance(source, GitRepo) or len(source.commits) < 3:
         raise NotApplicable("needs a git repository with some history")
-    if ctx.step != 1 or any(isinstance(c, NewCommit) for c in source.commits):
+    if ctx.step != 1:
+        raise Misplaced("the leak is planted in the source history; only as the first step")
+    if any(isinstance(c, NewCommit) for c in source.commits):
         raise NotApplicable("the leak is planted in the source history; only as the first step")
     repo = source
     svc = ctx.rng.choice(ctx.domain.services)
