@@ -2,12 +2,13 @@
 
     .venv/bin/python benchmarks/pipeline_throughput.py [--count 1000] [--workers 2]
                                                        [--runtimes docker,bwrap] [--seed 0]
-                                                       [--sample 40]
+                                                       [--sample 40] [--floor-tasks 200]
 
 Runs the whole pipeline (plan, generate, validate with every default check, refine, filter,
 export) for `count` verified procedural tasks on each runtime, then the sandbox floor
 (benchmarks/floor.py: nop, oracle and step-removed runs in one Docker container per task,
-no taskloom logic) over the exported tasks, all in the same process. Prints each rate and
+no taskloom logic) over the first exported tasks, all in the same process. Prints each rate,
+the run's peak RSS (run it with --count 100 beside --count 1000 for the growth) and
 the machine's CPU per verified task (every process, dockerd and the sandboxes included,
 from /proc/stat), then where those core-seconds go:
 
@@ -27,6 +28,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -122,6 +124,35 @@ def export_cpu(tasks: list, tmp: Path) -> float:
     return time.process_time() - started
 
 
+class PeakRss:
+    """The peak resident set size of this process while the block runs, sampled twice a second.
+
+    ru_maxrss would not do: it is the peak of the whole process, earlier runs included.
+    """
+
+    def __enter__(self) -> PeakRss:
+        self.mib, self.done = rss_mib(), threading.Event()
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.thread.start()
+        return self
+
+    def _sample(self) -> None:
+        while not self.done.wait(0.5):
+            self.mib = max(self.mib, rss_mib())
+
+    def __exit__(self, *exc) -> None:
+        self.done.set()
+        self.thread.join()
+        self.mib = max(self.mib, rss_mib())
+
+
+def rss_mib() -> float:
+    """This process's resident set size now, in MiB (/proc/self/status)."""
+    with open("/proc/self/status") as status:
+        kib = next(line.split()[1] for line in status if line.startswith("VmRSS:"))
+    return int(kib) / 1024
+
+
 def shown(costs: dict[str, float], per: int) -> str:
     return ", ".join(f"{name} {seconds / per:.3f}" for name, seconds in costs.items())
 
@@ -134,6 +165,8 @@ def main() -> None:
     parser.add_argument("--runtimes", default="docker,bwrap")
     parser.add_argument("--sample", type=int, default=40,
                         help="exported tasks validated again for the per-phase split")
+    parser.add_argument("--floor-tasks", type=int, default=200,
+                        help="exported tasks the sandbox floor runs")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         for runtime in args.runtimes.split(","):
@@ -141,14 +174,15 @@ def main() -> None:
                                             f"workers={args.workers}", f"runtime={runtime}"])
             run = Path(tmp) / runtime
             cpu, started = busy_cpu_seconds(), time.perf_counter()
-            summary = Runner(config, run).run()
+            with PeakRss() as peak:
+                summary = Runner(config, run).run()
             elapsed = time.perf_counter() - started
             cpu = busy_cpu_seconds() - cpu
             per_task = max(summary.exported, 1)
             print(f"{runtime:7s} taskloom generate : {summary.exported / elapsed * 60:6.1f} "
                   f"verified tasks/min ({summary.exported} of {summary.items} items in "
-                  f"{elapsed:.0f} s), {cpu / per_task:.2f} core-s per verified task",
-                  flush=True)
+                  f"{elapsed:.0f} s), {cpu / per_task:.2f} core-s per verified task, "
+                  f"peak RSS {peak.mib:.0f} MiB", flush=True)
             folders = sorted(p for p in (run / "tasks").iterdir() if p.is_dir())
             sample = folders[:args.sample]
             plan, generate = planning_cpu(config, run, summary.items)
@@ -164,7 +198,7 @@ def main() -> None:
             print("        core-s per task by phase kind (sandbox commands): " + shown(
                 dict(kinds.most_common()), len(sample)) + "; setup, resets and the host "
                 f"{(validate - inside) / len(sample):.3f}", flush=True)
-        floor = floor_rate(docker_client(), folders, workers=args.workers,
+        floor = floor_rate(docker_client(), folders[:args.floor_tasks], workers=args.workers,
                            repeats=config.validation.repeats)
     print(f"sandbox floor (docker)   : {floor:6.1f} tasks/min")
 
