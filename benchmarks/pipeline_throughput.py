@@ -8,7 +8,7 @@ Runs the whole pipeline (plan, generate, validate with every default check, refi
 export) for `count` verified procedural tasks on each runtime, then the sandbox floor
 (benchmarks/floor.py: nop, oracle and step-removed runs in one Docker container per task,
 no taskloom logic) over the first exported tasks, all in the same process. Prints each rate,
-the run's peak RSS (run it with --count 100 beside --count 1000 for the growth) and
+the run's peak RSS (and over its first tenth of time, for the growth) and
 the machine's CPU per verified task (every process, dockerd and the sandboxes included,
 from /proc/stat), then where those core-seconds go:
 
@@ -125,25 +125,31 @@ def export_cpu(tasks: list, tmp: Path) -> float:
 
 
 class PeakRss:
-    """The peak resident set size of this process while the block runs, sampled twice a second.
+    """This process's resident set size while the block runs, sampled twice a second.
 
     ru_maxrss would not do: it is the peak of the whole process, earlier runs included.
     """
 
     def __enter__(self) -> PeakRss:
-        self.mib, self.done = rss_mib(), threading.Event()
+        self.started, self.samples = time.monotonic(), [(0.0, rss_mib())]
+        self.done = threading.Event()
         self.thread = threading.Thread(target=self._sample, daemon=True)
         self.thread.start()
         return self
 
     def _sample(self) -> None:
         while not self.done.wait(0.5):
-            self.mib = max(self.mib, rss_mib())
+            self.samples.append((time.monotonic() - self.started, rss_mib()))
 
     def __exit__(self, *exc) -> None:
         self.done.set()
         self.thread.join()
-        self.mib = max(self.mib, rss_mib())
+        self.samples.append((time.monotonic() - self.started, rss_mib()))
+
+    def peak(self, within: float = 1.0) -> float:
+        """The peak MiB over the first `within` of the block's time."""
+        end = self.samples[-1][0] * within
+        return max(mib for at, mib in self.samples if at <= end)
 
 
 def rss_mib() -> float:
@@ -182,7 +188,8 @@ def main() -> None:
             print(f"{runtime:7s} taskloom generate : {summary.exported / elapsed * 60:6.1f} "
                   f"verified tasks/min ({summary.exported} of {summary.items} items in "
                   f"{elapsed:.0f} s), {cpu / per_task:.2f} core-s per verified task, "
-                  f"peak RSS {peak.mib:.0f} MiB", flush=True)
+                  f"peak RSS {peak.peak():.0f} MiB ({peak.peak(0.1):.0f} in its first tenth)",
+                  flush=True)
             folders = sorted(p for p in (run / "tasks").iterdir() if p.is_dir())
             sample = folders[:args.sample]
             plan, generate = planning_cpu(config, run, summary.items)
