@@ -108,7 +108,7 @@ class ProceduralPlanner:
                          default=length)
         fallback = None
         tried: dict[Blueprint, bool] = {}  # the walks repeat paths; a dry run settles each once
-        refused: set[tuple] = set()  # (attempt, the blueprint's path up to the step refusing)
+        refused: set[tuple] = set()  # what `realizable` learnt of this item's paths
         for wanted in [length] * PLAN_ATTEMPTS + list(range(length - 1, 0, -1)) * 5:
             # Steered: the most novel realizable one of several equally good paths (the
             # rarest transitions are often rare because they cannot be realized).
@@ -142,10 +142,11 @@ class ProceduralPlanner:
         novel paths steering ranks first (rare because they are hard to realize), and
         steering then moved plans off covered skills by 8% instead of 30% (seed 4).
 
-        A step's outcome depends only on the steps before it, given the item's seed, the
-        attempt, scenario, difficulty and length; so `refused` (one `realize` call's, where
-        all but the last four are fixed) settles a path whose prefix an attempt already
-        refused, and `misplaced` one with a skill where it never works, without assembling.
+        Settled without assembling: a path with a skill where it never works (`misplaced`),
+        and an attempt on a path whose prefix that attempt already refused. A step's outcome
+        depends only on the steps before it, given the seed, the attempt, the scenario, the
+        difficulty and the length: `refused` holds (scenario, difficulty, length, attempt,
+        the path up to the refusing step) for one item, whose seed is fixed.
         """
         path, level = blueprint.path, blueprint.difficulty.specification
         if any((skill, number, level) in self.misplaced
