@@ -9,6 +9,7 @@ import pytest
 
 from taskloom.errors import NoDraft
 from taskloom.generators.procedural import backend
+from taskloom.generators.procedural.assemble import StepRefused
 from taskloom.generators.procedural.backend import PlanSettings, ProceduralPlanner, blueprint_for
 from taskloom.generators.procedural.primitives import PRIMITIVES
 from taskloom.skill_graph.model import load_graph
@@ -156,6 +157,29 @@ def test_settling_paths_by_their_refused_prefixes_changes_no_answer(monkeypatch)
     for index in range(20):
         planner.plan(index)
     assert planner.misplaced and compared[False] > 20 and compared[True] == 20, compared
+
+
+def test_a_refused_prefix_settles_exactly_the_paths_that_share_it(monkeypatch):
+    """Refused at step 2 on (a, b, c): (a, b, d) is settled, (a, e, c) is assembled."""
+    base = blueprint_for(GRAPH, ("perms.set_modes",), seed=3)
+    assembled = []
+
+    def refuses_a_then_b(blueprint, graph, attempt):
+        assembled.append((blueprint.path, attempt))
+        if blueprint.path[:2] == ("a", "b"):
+            raise StepRefused("b cannot follow a", 2, misplaced=False)
+
+    monkeypatch.setattr(backend, "assemble", refuses_a_then_b)
+    planner = ProceduralPlanner(GRAPH, PlanSettings(seed=0))
+    refused = set()
+    assert planner.realizable(base.model_copy(update={"path": ("a", "b", "c")}), refused) is False
+    assert assembled == [(("a", "b", "c"), attempt) for attempt in range(3)]
+    assembled.clear()
+    assert planner.realizable(base.model_copy(update={"path": ("a", "b", "d")}), refused) is False
+    assert assembled == []
+    assert planner.realizable(base.model_copy(update={"path": ("a", "e", "c")}), refused) is True
+    assert assembled == [(("a", "e", "c"), 0)]
+    assert not planner.misplaced
 
 
 def _assembles(blueprint, attempt):

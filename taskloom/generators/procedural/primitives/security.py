@@ -794,7 +794,8 @@ def purge_git_secret(ctx: StepContext, source) -> StepResult:
     if ctx.step != 1:
         raise Misplaced("the leak is planted in the source history; only as the first step")
     if any(isinstance(c, NewCommit) for c in source.commits):
-        raise NotApplicable("the leak is planted in the source history; only as the first step")
+        raise NotApplicable("the source history already holds commits a task step made; the "
+                            "leak is planted in a history of its own")
     repo = source
     svc = ctx.rng.choice(ctx.domain.services)
     key, what, secret = ctx.rng.choice([

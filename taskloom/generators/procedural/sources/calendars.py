@@ -439,8 +439,10 @@ def earliest_slot(calendars: CalendarSet, attendees: tuple[str, ...], minutes: i
     first = calendars.now if "notice" in ignore else \
         calendars.now + timedelta(hours=notice_hours)
     last = datetime.combine(calendars.monday + timedelta(days=5), time(0), UTC)
-    people = [(person, zone_of(person.zone, ignore), busy(calendars, name, ignore))
-              for name in attendees for person in (calendars.person(name),)]
+    people = []
+    for name in attendees:
+        person = calendars.person(name)
+        people.append((person, zone_of(person.zone, ignore), busy(calendars, name, ignore)))
     start, step = ceil_quarter(first), QUARTER
     if "quarter" in ignore:
         start, step = ceil_quarter(first) - QUARTER, timedelta(minutes=1)
