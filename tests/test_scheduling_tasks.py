@@ -16,35 +16,18 @@ from itertools import pairwise
 from pathlib import Path
 
 import pytest
+from drafts import difficulty, draft
 
 from taskloom.config import ValidationConfig
-from taskloom.generators.procedural.backend import ProceduralGenerator, blueprint_for
 from taskloom.generators.procedural.primitives.scheduling import MeetingBooked
 from taskloom.generators.procedural.sources.calendars import ceil_quarter
-from taskloom.generators.protocols import DIMENSIONS, Difficulty
-from taskloom.skill_graph.model import load_graph
 from taskloom.validators.engine import validate_task
 
-GRAPH = load_graph()
 MANDATORY = {"step-1-time-zones", "step-1-hours", "step-1-whole-day", "step-1-notice",
              "step-1-cancelled", "step-1-tentative", "step-1-rrule"}
 SLOT_ONLY = {"step-1-quarter", "step-1-touching"}
 TRAPS = {"step-1-weekly-repeats", "step-1-daily-repeats", "step-1-folded-lines"}
 CRITICAL = ("DTSTART", "DTEND", "RRULE", "STATUS")
-
-
-def difficulty(seed: int, steps: int = 1) -> Difficulty:
-    level = seed % 3 + 1
-    values = {name: level for name in DIMENSIONS}
-    values["steps"] = steps
-    if seed % 4 == 1:
-        values.update(noise=3, edge_cases=1, strictness=3)
-    return Difficulty(**values)
-
-
-def draft(path: tuple[str, ...], seed: int):
-    return ProceduralGenerator(GRAPH).generate(
-        blueprint_for(GRAPH, path, seed=seed, difficulty=difficulty(seed, len(path))))
 
 
 def materialize(task, root: Path) -> str:

@@ -9,9 +9,9 @@ from collections import Counter
 from fractions import Fraction
 
 import pytest
+from drafts import draft
 
 from taskloom.config import ValidationConfig
-from taskloom.generators.procedural.backend import ProceduralGenerator, blueprint_for
 from taskloom.generators.procedural.primitives.statistics import (
     _exclusive,
     _fit,
@@ -23,29 +23,12 @@ from taskloom.generators.procedural.primitives.statistics import (
     parse,
     parse_loose,
 )
-from taskloom.generators.protocols import DIMENSIONS, Difficulty
-from taskloom.skill_graph.model import load_graph
 from taskloom.validators.engine import validate_all, validate_task
 
-GRAPH = load_graph()
 SKILLS = ("stats.describe_column", "stats.fit_line", "stats.flag_outliers")
 CHAINS = (("csv.filter_rows", "stats.describe_column"),
           ("logs.access_to_csv", "stats.flag_outliers"),
           ("json.to_csv", "stats.fit_line"))
-
-
-def difficulty(seed: int, steps: int = 1) -> Difficulty:
-    level = seed % 3 + 1
-    values = {name: level for name in DIMENSIONS}
-    values["steps"] = steps
-    if seed % 4 == 1:
-        values.update(noise=3, edge_cases=1, strictness=3)
-    return Difficulty(**values)
-
-
-def draft(path: tuple[str, ...], seed: int):
-    return ProceduralGenerator(GRAPH).generate(
-        blueprint_for(GRAPH, path, seed=seed, difficulty=difficulty(seed, len(path))))
 
 
 def test_a_cell_is_a_number_only_in_the_stated_syntax():

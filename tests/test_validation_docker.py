@@ -395,16 +395,20 @@ STATE_CHANGES = {
                        1),
     "package-database": ("[ ! -e /var/lib/dpkg/info/upper.list ]\n"
                          "echo /usr/bin/upper > /var/lib/dpkg/info/upper.list\n", 2),
+    # a new container's /dev/shm is empty (a tmpfs of its own, outside the root filesystem);
+    # a file another user owns there is sticky
+    "shared-memory": ("[ -z \"$(ls -A /dev/shm)\" ]\nmkdir /dev/shm/upper\n"
+                      "runuser -u nobody -- touch /dev/shm/upper.lock\n", 1),
 }
 
 
 @pytest.mark.parametrize("change", list(STATE_CHANGES))
 def test_state_changes_are_undone_between_runs(tmp_path, runtime_name, request, change):
     """Every oracle run must see the original state. Installs under /usr/local (the overlay
-    copies /usr up on the first write), edits of image files under /etc (useradd) and files
-    moved away and chmod-ed (renamed back, not rewritten) are undone in place; a new entry
-    in a system directory or the package database is not, so each later run gets a new
-    sandbox."""
+    copies /usr up on the first write), edits of image files under /etc (useradd), files
+    moved away and chmod-ed (renamed back, not rewritten) and files left in /dev/shm are
+    undone in place; a new entry in a system directory or the package database is not, so
+    each later run gets a new sandbox."""
     from taskloom.config import ValidationConfig
     from taskloom.harbor import read_task_folder
     from taskloom.validators.engine import plan_trial, validate_task

@@ -81,11 +81,13 @@ _FORMAT = re.compile("|".join(f"(?P<f{i}>(?<![\\w-])(?:{words})(?![\\w-]))"
                               for i, (words, _) in enumerate(FORMAT_WORDS)), re.I)
 # An extension as a kind of file in a tree (".xlsx", "*.pdf", "pdf/"), not a format to read:
 # the text before the format word ends in "." or "*." after a non-word character.
+_EXTENSION_BEFORE = re.compile(r"(?:^|[^\w.])\*?\.\Z")
+# After a "/", a format word names a folder ("/etc/nginx"), except a log file's own name
+# ("/var/log/httpd/access_log").
+_LOG_FILE = re.compile(r"access[-_]logs?", re.I)
 # A list in brackets names the kinds of file the work touches ("in every config (ini, yaml,
 # .env, the systemd unit)"), not formats read or written, nor work of its own.
 _LISTED = re.compile(r"\([^()]*,[^()]*\)")
-_LOG_FILE = re.compile(r"access[-_]logs?", re.I)
-_EXTENSION_BEFORE = re.compile(r"(?:^|[^\w.])\*?\.\Z")
 # Who will open the result, not its format: "a CSV for Excel", "so finance can open it in
 # Excel" (an Excel workbook, "to xlsx", stays a format no skill writes).
 _QUOTED = re.compile(r"(?<!\w)'[^']+'(?!\w)|\"[^\"]+\"")

@@ -61,7 +61,9 @@ class RayExecutor:
         self.started = not ray.is_initialized()
         if self.started:
             if address in (None, "local"):
-                ray.init(address="local", num_cpus=max(workers, 2),
+                # Reached on loopback only: Ray announces a local instance on the machine's
+                # address and turns 127.0.0.1 into it, but not 127.0.0.2 (loopback too).
+                ray.init(address="local", _node_ip_address="127.0.0.2", num_cpus=max(workers, 2),
                          resources={"sandbox": workers}, include_dashboard=False,
                          log_to_driver=False, configure_logging=False)
             else:

@@ -270,7 +270,9 @@ class BwrapRuntime:
 
     def _bwrap_args(self) -> list[str]:
         """The bubblewrap options every sandbox gets (root and command added per sandbox)."""
-        args = ["--proc", "/proc", "--dev", "/dev", "--ro-bind", str(self._sysfs), "/sys"]
+        # /dev/shm as Docker mounts it: a 64 MiB tmpfs every user may write (sticky).
+        args = ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(64 << 20),
+                "--tmpfs", "/dev/shm", "--ro-bind", str(self._sysfs), "/sys"]
         for name in PROC_READ_ONLY:
             if os.path.lexists(f"/proc/{name}"):
                 args += ["--ro-bind", f"/proc/{name}", f"/proc/{name}"]

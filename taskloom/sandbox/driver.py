@@ -55,6 +55,9 @@ PACKAGE_TREES = ("/var/lib/dpkg", "/etc/ssl/certs")
 # Where a reset keeps files a phase moved until they are renamed back (never walked).
 HOLD_DIR = "/.taskloom/moved"
 HARBOR_DIRS = ("/logs/agent", "/logs/verifier", "/logs/artifacts")
+# Filesystems under /dev that a phase can write (POSIX shared memory and semaphores, message
+# queues): a new container's are empty, and an image never holds what its build wrote there.
+IPC_DIRS = ("/dev/shm", "/dev/mqueue")
 REWARD_FILES = ("reward.json", "reward.txt")
 ARTIFACT_BYTES_LIMIT = 256 << 20
 # Harbor uploads /tests, then starts test.sh, then copies /logs/verifier out: each step a
@@ -406,6 +409,9 @@ class Snapshot:
         if not kill_strays():
             return "processes the phase left keep starting again"
         Keeper.renew()
+        left = clear_ipc()
+        if left:
+            return left
         if dir_stamps(USR_WATCH) != self.usr_stamps:
             return "a system directory under /usr changed"
         if file_stamps(TRUSTED_PROGRAMS) != self.programs:
@@ -625,6 +631,21 @@ def remove(path, info):
         pass
 
 
+def clear_ipc():
+    """Empty IPC_DIRS, as a new container's are; a reason when something stays."""
+    for directory in IPC_DIRS:
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            continue  # not mounted in this sandbox
+        for entry in entries:
+            try:
+                remove(entry.path, entry.stat(follow_symlinks=False))
+            except OSError as error:
+                return f"cannot empty {directory}: {error}"
+    return None
+
+
 def make_room(path):
     """Create `path`'s parent folders and delete whatever is at `path`."""
     directory = os.path.dirname(path)
@@ -725,8 +746,12 @@ def run_setup(plan, env):
             result.update(ok=False, step=index, log="\n".join(log),
                           seconds=round(time.monotonic() - started, 4))
             return result
-    if not kill_strays():
-        log.append("the processes setup started keep starting again after being killed")
+    # Nothing setup started runs on, nor stays in /dev/shm: neither is part of an image.
+    problem = None if kill_strays() else \
+        "the processes setup started keep starting again after being killed"
+    problem = problem or clear_ipc()
+    if problem:
+        log.append(problem)
         return {"ok": False, "step": None, "exit_code": 1, "timed_out": False,
                 "seconds": round(time.monotonic() - started, 4), "log": "\n".join(log)}
     return {"ok": True, "step": None, "exit_code": 0, "timed_out": False,
