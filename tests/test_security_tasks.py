@@ -9,11 +9,16 @@ expected log of a purge is the one git writes after a real filter-branch; determ
 
 from __future__ import annotations
 
+import bz2
+import hashlib
+import io
+import lzma
 import os
 import random
 import re
 import shutil
 import subprocess
+import zlib
 from dataclasses import fields, replace
 from pathlib import Path
 
@@ -199,6 +204,61 @@ def test_the_secret_scan_sees_names_links_attributes_and_compressed_copies(tmp_p
     assert not _scan(tree, backups)
     (backups / "tree.zip").unlink()
     assert _scan(tree, backups)
+    # What the usual tools restore though a strict reader refuses it (each forged the purge
+    # task's "no backup": a red-team round): a tar with no ustar magic (tar --format=v7), a
+    # gzip with bytes after it (gzip -d warns, then restores), a zip behind other bytes.
+    staged.write_bytes(gzip.compress(original))  # not in the tar's bytes as they are
+    with tarfile.open(backups / "tree.tar", "w", format=tarfile.GNU_FORMAT) as archive:
+        archive.add(staged, "app.env.gz")
+    header = bytearray((backups / "tree.tar").read_bytes())
+    header[257:265] = bytes(8)  # no magic, no version: a v7 header
+    header[148:156] = b"%06o\0 " % (sum(header[:148]) + 256 + sum(header[156:512]))
+    with tarfile.open(fileobj=io.BytesIO(bytes(header))) as archive:  # still a tar
+        assert gzip.decompress(archive.extractfile("app.env.gz").read()) == original
+    signed = _signed_tar("fichiers-é.gz", gzip.compress(original))  # GNU tar reads it
+    raw = [{"id": lzma.FILTER_LZMA2}]
+    for name, data in (("tree.tar", bytes(header)), ("signed.tar", signed),
+                       ("app.env.gz", gzip.compress(original) + b"JUNK"),
+                       ("tree.zip", b"JUNK" + _zipped(original)),
+                       ("app.env.lzma", lzma.compress(original, lzma.FORMAT_ALONE)),
+                       ("app.env.raw", lzma.compress(original * 64, lzma.FORMAT_RAW,
+                                                     filters=raw)),
+                       ("app.cpio", b"070701" + bytes(104) + bz2.compress(original)),
+                       # a copy past what the scan reads whole: not proven absent
+                       ("zeros.gz", gzip.compress(bytes(1 << 28) + original, 1))):
+        assert SECRET.encode() not in data, name
+        (backups / name).write_bytes(data)
+        assert not _scan(tree, backups), name
+        (backups / name).unlink()
+    assert _scan(tree, backups)
+
+
+def _signed_tar(name: str, data: bytes) -> bytes:
+    """A tar whose header checksum is the signed sum of its bytes, as old tars wrote it."""
+    import tarfile
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.GNU_FORMAT) as archive:
+        member = tarfile.TarInfo(name)
+        member.size = len(data)
+        archive.addfile(member, io.BytesIO(data))
+    tar = bytearray(buffer.getvalue())
+    header = tar[:148] + b" " * 8 + tar[156:512]
+    signed = sum(byte - 256 if byte > 127 else byte for byte in header)
+    assert signed != sum(header)
+    tar[148:156] = b"%06o\0 " % signed
+    with tarfile.open(fileobj=io.BytesIO(bytes(tar))) as archive:  # Python reads it too
+        assert archive.extractfile(name).read() == data
+    return bytes(tar)
+
+
+def _zipped(data: bytes) -> bytes:
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("app.env", data)
+    return buffer.getvalue()
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
@@ -218,17 +278,50 @@ def test_the_secret_scan_reads_git_objects_packs_and_bundles(tmp_path):
     assert not _scan(repo)  # the work tree's file, and its loose blob
     (repo / "app.env").write_text("TOKEN=REDACTED\n")
     git("commit", "-q", "-am", "scrub")
+    for number in range(120):  # a bundle's ref lines: more than 4 KiB before its pack
+        git("tag", f"release-{number:03d}-of-the-old-history-with-a-long-name", "HEAD~1")
     git("bundle", "create", "-q", str(backups / "old.bundle"), "--all")
+    assert (backups / "old.bundle").read_bytes().find(b"PACK") > 4096
     git("clone", "-q", "--mirror", str(repo), str(backups / "mirror.git"), cwd=tmp_path)
     git("gc", "-q", cwd=backups / "mirror.git")  # packed, nothing loose
     assert not list((backups / "mirror.git" / "objects").glob("??/*"))
     shutil.rmtree(repo)
     repo.mkdir()
-    for name in ("old.bundle", "mirror.git"):
+    for name in ("mirror.git", "old.bundle"):  # the bundle alone last
         assert not _scan(repo, backups), name
         target = backups / name
         target.unlink() if target.is_file() else shutil.rmtree(target)
     assert _scan(repo, backups)
+    # A pack whose blob is a delta with the secret split across two inserts (a forger's
+    # backup): git restores it, and so must the scan's reading of the pack.
+    original = f"TOKEN={SECRET}\n".encode()
+    pack = _delta_pack(b"placeholder\n", original, original.index(SECRET.encode()) + 5)
+    (backups / "old.pack").write_bytes(pack)
+    git("init", "-q", "restored", cwd=tmp_path)
+    subprocess.run(["git", "index-pack", "--stdin"], input=pack, check=True,
+                   cwd=tmp_path / "restored", capture_output=True)
+    blob = hashlib.sha1(b"blob %d\0" % len(original) + original).hexdigest()
+    assert git("cat-file", "blob", blob, cwd=tmp_path / "restored") == original.decode()
+    assert not _scan(repo, backups)
+
+
+def _delta_pack(base: bytes, target: bytes, cut: int) -> bytes:
+    """A pack of `base`, then `target` as a delta on it made of two inserts split at `cut`."""
+    def entry(kind: int, size: int) -> bytes:  # type and size, 4 bits then 7 per byte
+        out, first, size = bytearray(), kind << 4 | size & 15, size >> 4
+        while size:
+            out.append(first | 0x80)
+            first, size = size & 0x7F, size >> 7
+        return bytes(out + bytes([first]))
+
+    parts = (target[:cut], target[cut:])
+    assert all(0 < len(part) < 128 for part in parts)
+    delta = bytes([len(base), len(target)]) + b"".join(bytes([len(p)]) + p for p in parts)
+    base_id = hashlib.sha1(b"blob %d\0" % len(base) + base).digest()
+    body = (b"PACK" + (2).to_bytes(4, "big") + (2).to_bytes(4, "big")
+            + entry(3, len(base)) + zlib.compress(base)
+            + entry(7, len(delta)) + base_id + zlib.compress(delta))
+    return body + hashlib.sha1(body).digest()
 
 
 def test_the_tree_entries_are_exactly_the_files_and_their_folders(tmp_path):

@@ -399,6 +399,12 @@ STATE_CHANGES = {
     # a file another user owns there is sticky
     "shared-memory": ("[ -z \"$(ls -A /dev/shm)\" ]\nmkdir /dev/shm/upper\n"
                       "runuser -u nobody -- touch /dev/shm/upper.lock\n", 1),
+    # so are its POSIX message queues (an IPC namespace of its own, seen at /dev/mqueue): a
+    # queue opened O_EXCL fails when an earlier phase's is still there
+    "message-queue": ("python3 -c 'import ctypes, os; libc = ctypes.CDLL(None, use_errno=True); "
+                      "assert libc.mq_open(b\"/upper\", os.O_CREAT | os.O_EXCL | os.O_RDWR, "
+                      "0o600, None) >= 0, os.strerror(ctypes.get_errno())'\n"
+                      "[ -e /dev/mqueue/upper ]\n", 1),
 }
 
 
@@ -424,6 +430,24 @@ def test_state_changes_are_undone_between_runs(tmp_path, runtime_name, request, 
     result = runtime.run(plan)
     assert [phase.reward for phase in result.phases] == [0, 1, 1]
     assert result.sandboxes == sandboxes, result.notes
+
+
+def test_an_image_holds_nothing_its_build_left_in_shared_memory(tmp_path, runtime_name,
+                                                                 request):
+    """A build's RUN writes /dev/shm of the build container only: the image, and so every
+    phase, starts with it empty. Fast mode runs the RUN lines in the sandbox itself, so the
+    end of its setup empties /dev/shm."""
+    from taskloom.config import ValidationConfig
+    from taskloom.harbor import read_task_folder
+    from taskloom.validators.engine import validate_task
+
+    runtime = request.getfixturevalue(f"{runtime_name}_runtime")
+    solve = ("#!/bin/bash\nset -e\n[ -z \"$(ls -A /dev/shm)\" ]\n"
+             + UPPERCASE_SOLVE.removeprefix("#!/bin/bash\n"))
+    task = read_task_folder(make_task(tmp_path, "built-shm", solve=solve,
+                                      dockerfile=DOCKERFILE + "RUN touch /dev/shm/built\n"))
+    report = validate_task(task, runtime, ValidationConfig(repeats=1, checks=("oracle",)))
+    assert report.accepted, failed(report)
 
 
 class DoNothingEarnsZero:

@@ -29,7 +29,9 @@ planted, in this order:
    /usr/bin alone (no /usr/local or sbin folder, where a shadow `env` would come
    first); HOME is a new empty directory and git reads no system or global config (no
    ~/.sqliterc `.system`, no /etc/gitconfig fsmonitor); git checks also ignore the
-   repository's own config and never enter submodules (`checks.HEADER`);
+   repository's own config, never enter submodules, and see the commits and files
+   themselves, not a view over them (replace refs, a commit-graph, a multi-pack index,
+   index flags that hide a change from `status`: `checks.HEADER`);
 4. it ends what the checks left running (nothing, unless a check ran a program the
    agent wrote), then writes the reward last: 1 only when every check passed.
 

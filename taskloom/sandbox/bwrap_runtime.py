@@ -270,9 +270,11 @@ class BwrapRuntime:
 
     def _bwrap_args(self) -> list[str]:
         """The bubblewrap options every sandbox gets (root and command added per sandbox)."""
-        # /dev/shm as Docker mounts it: a 64 MiB tmpfs every user may write (sticky).
+        # /dev/shm as Docker mounts it: a 64 MiB tmpfs every user may write (sticky); and,
+        # as Docker does, the sandbox's own POSIX message queues at /dev/mqueue.
         args = ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(64 << 20),
-                "--tmpfs", "/dev/shm", "--ro-bind", str(self._sysfs), "/sys"]
+                "--tmpfs", "/dev/shm", "--mqueue", "/dev/mqueue",
+                "--ro-bind", str(self._sysfs), "/sys"]
         for name in PROC_READ_ONLY:
             if os.path.lexists(f"/proc/{name}"):
                 args += ["--ro-bind", f"/proc/{name}", f"/proc/{name}"]

@@ -79,10 +79,25 @@ def _run(argv):
     return done.stdout
 
 
-# What git keeps as data; never config, hooks, info/ or commondir, where the agent could
-# name a program (fsmonitor, a filter, a hook) for git to run while the tests read.
-GIT_DATA = ("HEAD", "ORIG_HEAD", "index", "packed-refs", "refs", "objects", "logs")
+# What git keeps as data, copied; never config, hooks, info/ or commondir, where the agent
+# could name a program (fsmonitor, a filter, a hook) for git to run while the tests read.
+# A link among them is read where it leads from the repository, as git reads it (copied as
+# a link, a relative one would lead elsewhere from the copy: a forger's `main`); HEAD is
+# never a link (git takes none for a repository but a legacy one into refs/). The object
+# database is data alone: git reads it where it is (copying it cost most of a git check's
+# time), and an empty one stands in for a folder that is not one.
+GIT_DATA = ("HEAD", "ORIG_HEAD", "packed-refs", "refs", "logs")
 GIT_CONFIG = "[core]\\n\\trepositoryformatversion = 0\\n\\tfilemode = true\\n\\tbare = false\\n"
+# Config from the environment outranks every file, a submodule's own too (a submodule the
+# agent staged would otherwise run its config's fsmonitor). What git would read as a view
+# over the commits is off, so the checks see the commits themselves: a commit-graph (a walk
+# takes parents and trees from it, unchecked) and a multi-pack index (where an object is),
+# as replace refs are (GIT_NO_REPLACE_OBJECTS).
+GIT_SETTINGS = (("diff.ignoreSubmodules", "all"), ("core.fsmonitor", "false"),
+                ("core.commitGraph", "false"), ("core.multiPackIndex", "false"))
+# The commands that read the index, which gets rebuilt from its entries alone: its flags
+# (assume-unchanged, skip-worktree) and extensions (an untracked cache) hide changes.
+GIT_INDEX_READERS = ("status", "diff", "ls-files")
 
 
 def _git(repo, args):
@@ -91,22 +106,40 @@ def _git(repo, args):
         os.mkdir(data)
         for name in GIT_DATA:
             source = os.path.join(repo, ".git", name)
-            if os.path.isdir(source) and not os.path.islink(source):
-                shutil.copytree(source, os.path.join(data, name), symlinks=True)
-            elif os.path.isfile(source) and not os.path.islink(source):
+            if os.path.isdir(source):
+                try:
+                    shutil.copytree(source, os.path.join(data, name))
+                except shutil.Error:  # all else is copied; a broken ref git ignores too
+                    pass
+            elif os.path.isfile(source) and not (name == "HEAD" and os.path.islink(source)):
                 shutil.copyfile(source, os.path.join(data, name))
         Path(data, "config").write_text(GIT_CONFIG)
-        env = {"GIT_DIR": data, "GIT_WORK_TREE": repo, "GIT_CONFIG_NOSYSTEM": "1",
+        objects = os.path.join(repo, ".git", "objects")
+        if not os.path.isdir(objects) or os.path.islink(objects):
+            objects = os.path.join(data, "objects")
+            os.mkdir(objects)
+        env = {"GIT_DIR": data, "GIT_OBJECT_DIRECTORY": objects, "GIT_WORK_TREE": repo,
+               "GIT_NO_REPLACE_OBJECTS": "1", "GIT_CONFIG_NOSYSTEM": "1",
                "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_ATTR_NOSYSTEM": "1", "HOME": scratch,
-               # Config from the environment outranks every file, a submodule's own too (a
-               # submodule the agent staged would otherwise run its config's fsmonitor).
-               "GIT_CONFIG_COUNT": "2", "GIT_CONFIG_KEY_0": "diff.ignoreSubmodules",
-               "GIT_CONFIG_VALUE_0": "all", "GIT_CONFIG_KEY_1": "core.fsmonitor",
-               "GIT_CONFIG_VALUE_1": "false",
+               "GIT_CONFIG_COUNT": str(len(GIT_SETTINGS)),
                "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
+        for number, (key, value) in enumerate(GIT_SETTINGS):
+            env[f"GIT_CONFIG_KEY_{number}"], env[f"GIT_CONFIG_VALUE_{number}"] = key, value
+        index = os.path.join(repo, ".git", "index")
+        if args[0] in GIT_INDEX_READERS and os.path.isfile(index) and not os.path.islink(index):
+            listed = subprocess.run(["git", "ls-files", "--stage", "-z"], cwd=repo,
+                                    env={**env, "GIT_INDEX_FILE": index}, capture_output=True,
+                                    timeout=60)
+            assert listed.returncode == 0, listed.stderr.decode(errors="replace")
+            built = subprocess.run(["git", "update-index", "-z", "--index-info"], cwd=repo,
+                                   env=env, input=listed.stdout, capture_output=True, timeout=60)
+            assert built.returncode == 0, built.stderr.decode(errors="replace")
         done = subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True,
                               text=True, timeout=60)
     assert done.returncode == 0, done.stderr
+    # A name the checks give (`main`) that is also a tag or another ref: git picks the
+    # other (a forger's tag `main` stood in for the branch it never reverted).
+    assert "is ambiguous" not in done.stderr, done.stderr
     return done.stdout
 
 

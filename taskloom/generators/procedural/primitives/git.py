@@ -693,8 +693,9 @@ def export_tree(ctx: StepContext, source) -> StepResult:
     members = tuple((prefix + p, state[p].encode()) for p in paths)
     out = ctx.output_path(f"{project}-{version}", fmt)
     what = "the `src/` folder" if only_src else "all files"
-    layout = (f"every path inside starting with `{prefix}`" if prefix else
-              "paths inside relative to the repository root (no prefix)")
+    # the folder stays in the paths: "`src/` under the prefix" alone also reads as its files
+    layout = (f"every path inside starting with `{prefix}{'src/' if only_src else ''}`"
+              if prefix else "paths inside relative to the repository root (no prefix)")
     branch = f"branch `{repo.branch}` of {repo.phrase}"
     kind = "gzip-compressed tar archive" if fmt == "tar.gz" else "zip archive"
     sentence = ctx.phrase([
