@@ -245,11 +245,14 @@ def test_oracle_fails(tmp_path, validate, mode):
 
 
 def test_flaky_solution(tmp_path, validate):
-    # Passes half the time; with 12 fresh runs the chance all agree is 1 in 2048.
-    solve = UPPERCASE_SOLVE + "[ $(( $(od -An -N1 -tu1 /dev/urandom) % 2 )) = 0 ] && " \
-                              "rm /app/out.txt\nexit 0\n"
-    report = validate(make_task(tmp_path, "flaky", solve=solve), repeats=12)
-    assert failed(report) == {"oracle": ReasonCode.FLAKY}
+    """A solution that passes half the time is `flaky`. The coin is bash's own SRANDOM
+    (getrandom), so no helper process can fail and turn every run into a pass, which is how
+    `od` behind `$((...))` once made all 12 runs agree; with 20 runs the chance all agree
+    by luck is 1 in 2**19."""
+    solve = UPPERCASE_SOLVE + "(( SRANDOM % 2 )) && rm /app/out.txt\nexit 0\n"
+    report = validate(make_task(tmp_path, "flaky", solve=solve), repeats=20)
+    oracle = next(v for v in report.verdicts if v.check == "oracle")
+    assert failed(report) == {"oracle": ReasonCode.FLAKY}, (oracle.details, oracle.log[-800:])
 
 
 @pytest.mark.parametrize("mode", MODES)
