@@ -84,8 +84,16 @@ TASKLOOM = [sys.executable, "-m", "taskloom.cli"]
 # and raw xz, compressed streams and zips behind other bytes, a bundle's pack after 4 KiB
 # of refs and a pack's deltas, and counts what inflates past its cap as a leak (forgers'
 # backups passed); an archive of the `src/` folder names `PREFIX/src/` as its paths' start.
-TASKS_DIGEST = "fc89df9805d0b0d890e342ee90575d75ebfcd37cc65eed43083d1669a7c3d71d"
-HF_EXPORT_DIGEST = "fa9d3c2429090d885d98790c56025844d67be915f81e21c30661677c8ee9ccdb"
+# Then (issue 23, two runs, same values) a git task compares a branch it changes or must
+# leave alone whole (build-time hashes, one parent each, subjects, the tip's tree), and
+# the secret scan reads UTF-16, base64 and hex runs, raw xz with LZMA1 or a delta filter,
+# and counts an encrypted zip member as a leak (round 4 of the forgers); then (round 5)
+# branches are named in full, what makes plain git show another repository is refused,
+# objects are checked against their names, a branch's commits are compared with their
+# authors, committers and messages, the scan reads past wrong checksums, more encodings and
+# transforms, and a place that is a link, and a revert's hint and identity read plainly.
+TASKS_DIGEST = "b8379079082ba64aa9cbadf4afa4868080fc24936a00786fc0cce24c1623b5b7"
+HF_EXPORT_DIGEST = "3b63504bf34f715e5178e4dbfcaee28c064e5ade8b958994a58dd88ea67be91d"
 
 
 def test_main_job_dataset_and_hf_export_are_unchanged(tmp_path):

@@ -107,6 +107,26 @@ def test_a_git_check_reads_the_objects_in_place_and_none_of_the_repository_confi
         run(["git", "-C", str(repo), "log", "--format=%s", "main"])
 
 
+def _committed(tmp_path, *messages: str):
+    """A repository on `main` with one commit per message (each adds MESSAGE.txt), and a
+    function running plain git in it."""
+    import subprocess
+
+    repo = tmp_path / "repo"
+    git = ["git", "-C", str(repo), "-c", "user.name=A", "-c", "user.email=a@example.com"]
+
+    def plain(*args: str) -> str:
+        return subprocess.run([*git, *args], check=True, capture_output=True,
+                              text=True).stdout
+
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+    for message in messages:
+        (repo / f"{message}.txt").write_text(message + "\n")
+        plain("add", f"{message}.txt")
+        plain("commit", "-qm", message)
+    return repo, plain
+
+
 def _commit_graph(commits: list[tuple[str, str, str | None, int]]) -> bytes:
     """A commit-graph file (format 1, SHA-1) claiming these (commit, tree, parent, time)."""
     import hashlib
@@ -135,28 +155,17 @@ def _commit_graph(commits: list[tuple[str, str, str | None, int]]) -> bytes:
 def test_a_git_check_sees_the_commits_and_files_themselves_not_a_view_over_them(tmp_path,
                                                                                monkeypatch):
     """What git can be told to show in place of the commits is not what a check reads: a
-    replace ref (an agent's commit standing in for main's tip), a commit-graph claiming
+    replace ref (an agent's commit standing in for main's tip) fails the check, loose or
+    packed, since plain git would show it; a commit-graph claiming
     other parents and trees (a forger's, which passed for a rewritten history), and index
     flags that hide a changed file from `git status` (assume-unchanged, skip-worktree).
     Plain git shows each forged view here, so the test sees them work. A ref that is a
     relative link reads as git reads it, from the repository, not from the checks' copy
     (a forger's `main` led to another commit from there), and a tag named as the branch
     the checks name is refused (git would read the tag)."""
-    import subprocess
     import tempfile
 
-    repo = tmp_path / "repo"
-    git = ["git", "-C", str(repo), "-c", "user.name=A", "-c", "user.email=a@example.com"]
-
-    def plain(*args: str) -> str:
-        return subprocess.run([*git, *args], check=True, capture_output=True,
-                              text=True).stdout
-
-    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
-    for message in ("first", "second"):
-        (repo / f"{message}.txt").write_text(message + "\n")
-        plain("add", f"{message}.txt")
-        plain("commit", "-qm", message)
+    repo, plain = _committed(tmp_path, "first", "second")
     namespace: dict = {}
     exec(HEADER, namespace)
     run = namespace["_run"]
@@ -166,8 +175,15 @@ def test_a_git_check_sees_the_commits_and_files_themselves_not_a_view_over_them(
     stand_in = plain("commit-tree", "main^{tree}", "-p", first, "-m", "forged").strip()
     plain("replace", tip, stand_in)
     assert plain("log", "--format=%s", "main") == "forged\nfirst\n"
+    with pytest.raises(AssertionError, match="replace ref"):  # plain git shows another
+        run(log)
+    (repo / ".git" / "refs" / "replace" / tip).unlink()  # packed, too
+    (repo / ".git" / "packed-refs").write_text(f"{stand_in} refs/replace/{tip}\n")
+    assert plain("log", "--format=%s", "main") == "forged\nfirst\n"
+    with pytest.raises(AssertionError, match="replace ref"):
+        run(log)
+    (repo / ".git" / "packed-refs").unlink()
     assert run(log) == "second\nfirst\n"
-    plain("replace", "-d", tip)
 
     tree = plain("rev-parse", "main~1^{tree}").strip()  # main's tip as a root, first's tree
     graph = repo / ".git" / "objects" / "info" / "commit-graph"
@@ -198,3 +214,120 @@ def test_a_git_check_sees_the_commits_and_files_themselves_not_a_view_over_them(
         plain("update-index", flag, name)
     assert plain("status", "--porcelain") == ""
     assert run(status) == " M first.txt\n M second.txt\n"
+
+
+def test_a_lineage_check_holds_the_generated_commits_and_the_tip_tree_not_only_subjects(
+        tmp_path):
+    """`Lineage` compares what subjects alone let through (round 4 of the forgers): main's
+    generated commits rewritten with their subjects and trees kept (a new author date), a
+    commit added on top that undoes the work, the task's own commit amended to hold other
+    files, and a merge. The honest repository, built with the generated dates, passes."""
+    import os
+    import subprocess
+
+    from taskloom.generators.procedural.artifacts import Commit, GitRepo
+    from taskloom.generators.procedural.primitives._history import NewCommit
+    from taskloom.generators.procedural.primitives.git import Lineage
+
+    commits = (Commit("Initial commit", "Ann", "ann@example.com", 1700000000,
+                      (("README.md", "# demo\n"),)),
+               Commit("Add notes (#12)", "Bo", "bo@example.com", 1700003600,
+                      (("docs/notes.md", "one\n"),)),
+               NewCommit("Bump version to 1.2.3", "Cy", "cy@example.com", 0,
+                         (("VERSION", "1.2.3\n"),)))
+    repo = tmp_path / "repo"
+
+    def git(*args: str, date: int | None = None, who: tuple[str, str] = ("Cy", "cy@example.com")
+            ) -> str:
+        env = {**os.environ, "GIT_AUTHOR_NAME": who[0], "GIT_AUTHOR_EMAIL": who[1],
+               "GIT_COMMITTER_NAME": who[0], "GIT_COMMITTER_EMAIL": who[1]}
+        if date is not None:
+            env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = f"@{date} +0000"
+        return subprocess.run(["git", "-C", str(repo), *args], check=True, env=env,
+                              capture_output=True, text=True).stdout
+
+    def build(shift: int = 0) -> None:
+        subprocess.run(["rm", "-rf", str(repo)], check=True)
+        subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+        for commit in commits:
+            for path, content in commit.files:
+                (repo / path).parent.mkdir(parents=True, exist_ok=True)
+                (repo / path).write_text(content)
+                git("add", path)
+            known = not isinstance(commit, NewCommit)
+            git("commit", "-qm", commit.message, who=(commit.author, commit.email),
+                date=commit.date + shift if known else None)
+
+    check = Lineage.of("main holds the commits", GitRepo(path=str(repo), phrase="repo",
+                                                       commits=commits),
+                       "main")
+    build()
+    assert passes(check)
+    build(shift=1)  # every generated commit rewritten: same subjects, same trees
+    assert not passes(check)
+    build()
+    git("rm", "-q", "VERSION")
+    git("commit", "-qm", "Tidy")  # a commit on top that undoes the work
+    assert not passes(check)
+    build()
+    (repo / "VERSION").write_text("9.9.9\n")
+    git("commit", "-qa", "--amend", "--no-edit")  # the task's commit, other content
+    assert not passes(check)
+    build()
+    tip = git("rev-parse", "main").strip()
+    merge = git("commit-tree", "main^{tree}", "-p", "main~1", "-p", "main~2", "-m",
+                "Bump version to 1.2.3").strip()  # same subject and tree, two parents
+    git("update-ref", "refs/heads/main", merge, tip)
+    assert not passes(check)
+
+
+@pytest.mark.parametrize("forged", ["commondir", "shallow", "grafts", "alternates",
+                                    "extension", "include", "worktree", "bare", "version",
+                                    "object", "commit-graph"])
+def test_a_git_check_refuses_a_repository_plain_git_shows_otherwise(tmp_path, forged):
+    """Each way round 5 of the forgers made plain git show another repository than the
+    checks read (files git obeys that the checks never copy, config that changes what git
+    opens), or changed an object in place under its old name (git checks few objects'
+    hashes as it reads them): the check fails, where before it passed. The repository as
+    git made it passes."""
+    import zlib
+
+    repo, plain = _committed(tmp_path, "first", "second", "third")
+    namespace: dict = {}
+    exec(HEADER, namespace)
+    run, intact = namespace["_run"], namespace["_intact"]
+    log = ["git", "-C", str(repo), "log", "--format=%s", "main"]
+    assert run(log) == "third\nsecond\nfirst\n"
+    intact(str(repo))
+    dot = repo / ".git"
+    tip, older = plain("rev-parse", "main", "main~1").split()
+    if forged == "commondir":
+        (dot / "commondir").write_text("common\n")
+    elif forged == "shallow":
+        (dot / "shallow").write_text(older + "\n")
+    elif forged == "grafts":
+        (dot / "info").mkdir(exist_ok=True)
+        (dot / "info" / "grafts").write_text(tip + "\n")
+    elif forged == "alternates":
+        (dot / "objects" / "info" / "alternates").write_text(str(tmp_path) + "\n")
+    elif forged == "object":  # an old commit rewritten in place, under its own name
+        body = plain("cat-file", "commit", older).replace("second", "forged").encode()
+        path = dot / "objects" / older[:2] / older[2:]
+        path.chmod(0o644)
+        path.write_bytes(zlib.compress(b"commit %d\0" % len(body) + body))
+        assert plain("log", "--format=%s", "main") == "third\nforged\nfirst\n"
+    elif forged == "commit-graph":
+        plain("commit-graph", "write", "--reachable")
+        graph = dot / "objects" / "info" / "commit-graph"
+        graph.write_bytes(graph.read_bytes()[:-1] + b"\0")
+    else:
+        setting = {"extension": "[extensions]\n\tforged = yes\n",
+                   "include": f"[include]\n\tpath = {tmp_path}/more\n",
+                   "worktree": "[core]\n\tworktree = /elsewhere\n",
+                   "bare": "[core]\n\tbare\n",
+                   "version": "[core]\n\trepositoryformatversion = 1\n"}[forged]
+        with open(dot / "config", "a") as config:
+            config.write(setting)
+    with pytest.raises(AssertionError):
+        run(log)
+        intact(str(repo))

@@ -9,6 +9,8 @@ expected log of a purge is the one git writes after a real filter-branch; determ
 
 from __future__ import annotations
 
+import base64
+import binascii
 import bz2
 import hashlib
 import io
@@ -225,12 +227,56 @@ def test_the_secret_scan_sees_names_links_attributes_and_compressed_copies(tmp_p
                                                      filters=raw)),
                        ("app.cpio", b"070701" + bytes(104) + bz2.compress(original)),
                        # a copy past what the scan reads whole: not proven absent
-                       ("zeros.gz", gzip.compress(bytes(1 << 28) + original, 1))):
+                       ("zeros.gz", gzip.compress(bytes(1 << 28) + original, 1)),
+                       # round 4 of the forgers: encodings and filters the image's tools
+                       # write (base64, basenc --base64url, xxd -p, iconv, xz --format=raw
+                       # --lzma1 or --delta), and a zip whose member is encrypted (zip -e)
+                       ("app.env.b64", base64.encodebytes(gzip.compress(bytes(range(256))
+                                                                        + original))),
+                       ("app.env.url", b"token: " + base64.urlsafe_b64encode(b"x" + original)),
+                       ("app.env.hex", _wrapped(binascii.hexlify(original), 60)),
+                       ("app.env.utf16", original.decode().encode("utf-16")),
+                       ("app.env.utf16be", original.decode().encode("utf-16-be")),
+                       ("app.env.lzma1", lzma.compress(original, lzma.FORMAT_RAW, filters=[
+                           {"id": lzma.FILTER_LZMA1}])),
+                       ("app.env.delta", lzma.compress(original * 8, lzma.FORMAT_RAW, filters=[
+                           {"id": lzma.FILTER_DELTA, "dist": 3}, {"id": lzma.FILTER_LZMA2}])),
+                       ("sealed.zip", _sealed(_zipped(b"ciphertext here"))),
+                       # round 5: what the tools restore past a bad checksum, streams and
+                       # zips found elsewhere, cheap transforms, 33 layers of bzip2
+                       ("crc.gz", _flipped(gzip.compress(original), -5)),
+                       ("app.env.z", b"JUNK" + zlib.compress(original)),
+                       ("app.env.deflate", _deflated(original)),
+                       ("crc.zip", _flipped(_zipped(original), 14)),
+                       ("trailing.zip", _zipped(original) + bytes(70000)),
+                       ("deflate64.zip", _method(_zipped(b"unread method"), 9)),
+                       ("magics.gz", b"\x1f\x8b\x08" * 66 + gzip.compress(original)),
+                       ("app.env.rot13", original.translate(ROT13)),
+                       ("app.env.reversed", original[::-1]),
+                       ("app.env.utf32", original.decode().encode("utf-32")),
+                       ("app.env.ebcdic", original.decode().encode("cp037")),
+                       ("app.env.b32", _wrapped(base64.b32encode(original), 76)),
+                       ("app.env.od", b"\n".join(b" ".join(b"%02x" % byte for byte in
+                                                           original[at:at + 16])
+                                                 for at in range(0, len(original), 16))),
+                       ("app.env.spaced", b" ".join(_wrapped(base64.b64encode(original), 4)
+                                                    .split())),
+                       ("nested.bz2", _nested(original, 33))):
         assert SECRET.encode() not in data, name
         (backups / name).write_bytes(data)
         assert not _scan(tree, backups), name
         (backups / name).unlink()
     assert _scan(tree, backups)
+    # A guess (a stream with no marks of its format) that inflates past its bound is noise,
+    # not a copy: raw LZMA read from a tar.gz's bytes once made a correct backup a leak.
+    (backups / "zeros.deflate").write_bytes(_deflated(bytes(300 << 20)))
+    assert _scan(tree, backups)
+    (backups / "zeros.deflate").unlink()
+    # A place that is a link: what is "below" it is kept elsewhere, unscanned before
+    elsewhere = tmp_path / "elsewhere"
+    backups.rename(elsewhere)
+    backups.symlink_to(elsewhere)
+    assert not _scan(tree, backups)
 
 
 def _signed_tar(name: str, data: bytes) -> bytes:
@@ -252,6 +298,20 @@ def _signed_tar(name: str, data: bytes) -> bytes:
     return bytes(tar)
 
 
+def _wrapped(text: bytes, width: int) -> bytes:
+    """`text` in lines of `width` characters, as `base64` and `xxd -p` write it."""
+    return b"".join(text[at:at + width] + b"\n" for at in range(0, len(text), width))
+
+
+def _sealed(zipped: bytes) -> bytes:
+    """A zip whose member is flagged encrypted, in its local and central headers."""
+    data = bytearray(zipped)
+    data[6] |= 1
+    central = data.rindex(b"PK\x01\x02")
+    data[central + 8] |= 1
+    return bytes(data)
+
+
 def _zipped(data: bytes) -> bytes:
     import zipfile
 
@@ -259,6 +319,38 @@ def _zipped(data: bytes) -> bytes:
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("app.env", data)
     return buffer.getvalue()
+
+
+ROT13 = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
+                        b"NOPQRSTUVWXYZABCDEFGHIJKLMnopqrstuvwxyzabcdefghijklm")
+
+
+def _flipped(data: bytes, at: int) -> bytes:
+    """`data` with one bit of byte `at` flipped (a CRC field: the tools warn, then restore)."""
+    data = bytearray(data)
+    data[at] ^= 1
+    return bytes(data)
+
+
+def _deflated(data: bytes) -> bytes:
+    """A raw deflate stream, gzip's body with no header."""
+    packer = zlib.compressobj(wbits=-15)
+    return packer.compress(data) + packer.flush()
+
+
+def _method(zipped: bytes, method: int) -> bytes:
+    """A zip whose member says it is compressed with `method` (9: deflate64)."""
+    data = bytearray(zipped)
+    data[8:10] = method.to_bytes(2, "little")
+    central = data.rindex(b"PK\x01\x02")
+    data[central + 10:central + 12] = method.to_bytes(2, "little")
+    return bytes(data)
+
+
+def _nested(data: bytes, layers: int) -> bytes:
+    for _ in range(layers):
+        data = bz2.compress(data)
+    return data
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
@@ -572,3 +664,30 @@ def test_the_rotation_tightens_modes_only_on_the_last_step_and_is_deterministic(
     assert one.task.instruction == two.task.instruction
     assert [f.content for f in one.task.environment] == [f.content for f in two.task.environment]
     assert [f.content for f in one.task.tests] == [f.content for f in two.task.tests]
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_the_purge_check_reads_every_object_as_git_does(tmp_path):
+    """No object holds the secret: a binary blob is read as bytes (it failed the check
+    before, text decoding), and a tag object holding the secret in its message, left
+    unreachable, is found (only blobs were read; a forger kept the old file there in a
+    pack the file scan could not walk)."""
+    repo = tmp_path / "repo"
+
+    def git(*args: str, data: bytes | None = None) -> str:
+        return subprocess.run(["git", "-c", "user.name=A", "-c", "user.email=a@b", *args],
+                              cwd=repo, check=True, capture_output=True, input=data
+                              ).stdout.decode()
+
+    repo.mkdir()
+    git("init", "-q", "-b", "main")
+    (repo / "app.env").write_text("TOKEN=REDACTED\n")
+    git("add", "-A")
+    git("commit", "-q", "-m", "settings")
+    check = SecretPurged("x", repo=str(repo), secret=SECRET)
+    assert _passes(check)
+    git("hash-object", "-w", "--stdin", data=bytes(range(256)) * 4)  # a binary blob
+    assert _passes(check)
+    git("tag", "-a", "old", "-m", f"TOKEN={SECRET}")
+    git("tag", "-d", "old")  # the tag object stays, unreachable
+    assert not _passes(check)

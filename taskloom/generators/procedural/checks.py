@@ -100,7 +100,55 @@ GIT_SETTINGS = (("diff.ignoreSubmodules", "all"), ("core.fsmonitor", "false"),
 GIT_INDEX_READERS = ("status", "diff", "ls-files")
 
 
-def _git(repo, args):
+# What makes plain git show a repository other than the checks read it, refused: another
+# common folder (commondir), parents cut or grafted (shallow, info/grafts), objects kept
+# elsewhere (alternates), replace refs (the checks never apply them, plain git does), and
+# config that changes what git opens (extensions, includes, core.worktree, core.bare, a
+# format version). A forger's use of each passed while `git log` showed another history;
+# no correct solution makes one.
+GIT_REFUSED = ("commondir", "shallow", "info/grafts", "objects/info/alternates",
+               "objects/info/http-alternates")
+
+
+def _plain(repo):
+    git = os.path.join(repo, ".git")
+    for name in GIT_REFUSED:
+        assert not os.path.lexists(os.path.join(git, name)), f".git/{name} changes what git shows"
+    replace = os.path.join(git, "refs", "replace")
+    assert not any(names for _, _, names in os.walk(replace)), "a replace ref is left"
+    packed = os.path.join(git, "packed-refs")
+    if os.path.isfile(packed):
+        assert b" refs/replace/" not in Path(packed).read_bytes(), "a replace ref is left"
+    config = os.path.join(git, "config")
+    lines = Path(config).read_text(errors="replace").lower().splitlines() \
+        if os.path.isfile(config) else []
+    for line in (line.strip() for line in lines):
+        if line.startswith("["):
+            section = line[1:].split("]")[0].replace('"', " ").replace(".", " ").split()
+            assert section[:1] not in (["extensions"], ["include"], ["includeif"]), line
+            continue
+        key, _, value = line.partition("=")
+        key, value = key.strip(), value.split(";")[0].split("#")[0].strip()
+        assert key != "worktree", line
+        assert not (key == "bare" and value in ("", "true", "yes", "on", "1")), line
+        assert key != "repositoryformatversion" or value == "0", line
+
+
+def _intact(repo):
+    """Every object is what its name says: git checks the hash of few objects it reads (a
+    forger rewrote an old commit and a subtree in place, under their names), and a
+    commit-graph or multi-pack index plain git would read must match the objects."""
+    _git(repo, ["fsck", "--full", "--strict", "--no-dangling", "--no-progress"])
+    objects = os.path.join(repo, ".git", "objects")
+    if any(os.path.lexists(os.path.join(objects, "info", name))
+           for name in ("commit-graph", "commit-graphs")):
+        _git(repo, ["commit-graph", "verify"])
+    if os.path.lexists(os.path.join(objects, "pack", "multi-pack-index")):
+        _git(repo, ["multi-pack-index", "verify"])
+
+
+def _git(repo, args, raw=False):
+    _plain(repo)
     with tempfile.TemporaryDirectory() as scratch:
         data = os.path.join(scratch, "git")
         os.mkdir(data)
@@ -135,12 +183,13 @@ def _git(repo, args):
                                    env=env, input=listed.stdout, capture_output=True, timeout=60)
             assert built.returncode == 0, built.stderr.decode(errors="replace")
         done = subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True,
-                              text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
+                              timeout=60)
+    stderr = done.stderr.decode(errors="replace")
+    assert done.returncode == 0, stderr
     # A name the checks give (`main`) that is also a tag or another ref: git picks the
     # other (a forger's tag `main` stood in for the branch it never reverted).
-    assert "is ambiguous" not in done.stderr, done.stderr
-    return done.stdout
+    assert "is ambiguous" not in stderr, stderr
+    return done.stdout if raw else done.stdout.decode()
 
 
 def _entries(database):

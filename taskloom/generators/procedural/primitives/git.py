@@ -36,6 +36,7 @@ from taskloom.generators.procedural.primitives._history import (
     NewCommit,
     commit_hashes,
     tree_at,
+    tree_id,
 )
 from taskloom.generators.procedural.primitives.base import (
     Rule,
@@ -72,8 +73,9 @@ class GitOutput(CommandText):
 class BranchCommit(Assertion):
     """The commit a step made on a new branch, wherever the branch tip is now.
 
-    The first commit of `base..branch` sits on base's tip, is made by `identity`, has
-    `subject` and changes only `path`, to `content`; later steps may add commits on top.
+    The first commit of `base..branch` sits on base's tip, is made by `identity` (author
+    and committer), has the message `subject` and nothing after it, and changes only
+    `path`, to `content`; later steps may add commits on top.
     """
 
     repo: str = ""
@@ -87,16 +89,17 @@ class BranchCommit(Assertion):
     def body(self) -> list[str]:
         """Resolve the commit with git, then compare its parent, identity and change."""
         git = ["git", "-C", self.repo]
+        base, branch = f"refs/heads/{self.base}", f"refs/heads/{self.branch}"
         return [
             f"git = {git!r}",
-            f"commits = _run(git + ['rev-list', '--reverse', {self.base + '..' + self.branch!r}])"
+            f"commits = _run(git + ['rev-list', '--reverse', {base + '..' + branch!r}])"
             ".split()",
             "assert commits, 'no commit on the branch'",
             "first = commits[0]",
-            f"base = _run(git + ['rev-parse', {self.base!r}]).strip()",
+            f"base = _run(git + ['rev-parse', {base!r}]).strip()",
             "assert _run(git + ['log', '-1', '--format=%P', first]).split() == [base]",
-            "assert _run(git + ['log', '-1', '--format=%s|%an <%ae>|%cn <%ce>', first]) == "
-            f"{self.subject + '|' + self.identity + '|' + self.identity + chr(10)!r}",
+            "assert _run(git + ['log', '-1', '-z', '--format=%an <%ae>|%cn <%ce>|%B', first]) == "
+            f"{self.identity + '|' + self.identity + '|' + self.subject + chr(10) + chr(0)!r}",
             "assert _run(git + ['diff-tree', '--no-commit-id', '--name-only', '-r', first]) == "
             f"{self.path + chr(10)!r}",
             f"assert _run(git + ['show', first + ':' + {self.path!r}]) == {self.content!r}"]
@@ -104,6 +107,65 @@ class BranchCommit(Assertion):
     def reads(self) -> tuple[str, ...]:
         """The repository."""
         return (self.repo,)
+
+
+@dataclass(frozen=True)
+class Lineage(Assertion):
+    """A branch holds exactly these commits, one on top of the other, and their files.
+
+    Newest first, its commits have `messages` and `people` (author and committer, both
+    the one stated); each has one parent, the commit below it. The oldest ones, made when
+    the image was built, have the hashes in `known` (oldest first), so their dates and
+    trees are the ones generated. The tip's tree is `tree`, every path and byte of it, and
+    every object is what its name says. Subjects alone let a solution rewrite the commits
+    under them, or add one that undoes the work, and still pass.
+    """
+
+    repo: str = ""
+    branch: str = ""
+    messages: tuple[str, ...] = ()
+    people: tuple[str, ...] = ()
+    known: tuple[str, ...] = ()
+    tree: str = ""
+    secret: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, label: str, repo: GitRepo, branch: str, *, secret: tuple[str, ...] = ()
+           ) -> Lineage:
+        """The check that `branch` of `repo.path` holds exactly `repo.commits`."""
+        newest = tuple(reversed(repo.commits))
+        return cls(label, repo=repo.path, branch=branch, secret=secret,
+                   messages=tuple(c.message + "\n" for c in newest),
+                   people=tuple(f"{c.author} <{c.email}>" for c in newest),
+                   known=tuple(h for h in commit_hashes(repo) if h),
+                   tree=tree_id(tree_at(repo.commits)))
+
+    def body(self) -> list[str]:
+        """One `git log` of hash, parents, people and message, then the tip's tree."""
+        git = ["git", "-C", self.repo]
+        ref = f"refs/heads/{self.branch}"
+        rows = [[p, p, m] for p, m in zip(self.people, self.messages, strict=True)]
+        return [
+            f"git = {git!r}",
+            f"_intact({self.repo!r})",
+            "rows = [record.split(chr(1)) for record in _run(git + ['log', '-z', "
+            f"'--format=%H%x01%P%x01%an <%ae>%x01%cn <%ce>%x01%B', {ref!r}]).split(chr(0)) "
+            "if record]",
+            f"assert [row[2:] for row in rows] == {rows!r}",
+            "assert [row[1] for row in rows] == [row[0] for row in rows[1:]] + [''], "
+            "'a commit whose parents are not the one commit below it'",
+            f"assert [row[0] for row in reversed(rows)][:{len(self.known)}] == "
+            f"{list(self.known)!r}, 'the commits made before the task were rewritten'",
+            f"assert _run(git + ['rev-parse', {ref + '^{tree}'!r}]).strip() == "
+            f"{self.tree!r}, 'the files at the tip are not the ones the steps leave'"]
+
+    def reads(self) -> tuple[str, ...]:
+        """The repository."""
+        return (self.repo,)
+
+    def answers(self) -> tuple[str, ...]:
+        """Only the subjects the task itself creates."""
+        return tuple(line for line in self.secret if len(line.strip()) >= 4)
 
 
 def _repo(source) -> GitRepo:
@@ -452,14 +514,16 @@ def revert_commit(ctx: StepContext, source) -> StepResult:
     where = f"branch `{branch}` of {repo.phrase}"
     sentence = ctx.phrase([
         f"On {where}, revert {which} with a new revert commit (keep git's default revert "
-        f"message), committing as `{name} <{email}>`; leave the working tree clean.",
+        f"message), committing as `{name} <{email}>` (author and committer); leave the "
+        "working tree clean.",
         f"Undo {which} on {where} by adding a revert commit on top of the branch (do not "
         f"rewrite history; use the default `Revert \"...\"` message). Author and commit it "
         f"as {name} with email {email}, and leave the working tree clean.",
         f"{which[0].upper()}{which[1:]} on {where} must be undone: create a revert commit "
-        f"with git's standard message as `{name} <{email}>`, so the branch tip no longer "
-        "has that change and the working tree is clean.",
-    ]) + ctx.hint("git log --grep, then git revert --no-edit")
+        f"with git's standard message as `{name} <{email}>` (author and committer), so the "
+        "branch tip no longer has that change and the working tree is clean.",
+    ]) + ctx.hint("git log --grep, then git revert --no-edit" if how == "issue" else
+                  "git log -1 -- the file, then git revert --no-edit")
     git = _git(repo)
     solution = "\n".join([
         f"target=$({git} log --format=%H {find})",
@@ -495,30 +559,21 @@ def revert_commit(ctx: StepContext, source) -> StepResult:
         "commit=$(printf 'Revert \"%s\"\\n\\nThis reverts commit %s.\\n' \"$subject\" "
         f"\"$target\" |\n  {who} {git} commit-tree \"$tree\" -p \"$tip\")",
         f"{git} update-ref {q('refs/heads/' + branch)} \"$commit\" \"$tip\""])
-    subjects = [_subject(c) for c in reversed(after)]
+    output = GitRepo(path=repo.path, phrase=repo.phrase, commits=after, branch=branch)
     checks = [
-        GitOutput(f"{branch} ends with the revert commit", argv=(
-            "git", "-C", repo.path, "log", "--format=%s", branch),
-            expected=lines_text(subjects), compare="lines", secret=(subjects[0],)),
-        GitOutput(f"the revert is committed as {name}", argv=(
-            "git", "-C", repo.path, "log", "-1", "--format=%an <%ae>", branch),
-            expected=f"{name} <{email}>\n", compare="lines"),
-        GitOutput(f"the tip of {branch} holds the files before the reverted change",
-                  argv=("git", "-C", repo.path, "ls-tree", "-r", "--name-only", branch),
-                  expected=lines_text(sorted(tree_at(after))), compare="set"),
+        Lineage.of(f"{branch} ends with the revert commit by {name}, on top of its history",
+                   output, branch, secret=(_subject(revert),)),
         CommandText("the working tree is clean", argv=(
             "git", "-C", repo.path, "status", "--porcelain"), expected="", compare="lines"),
     ]
     for path, content in files:
         if content:
             checks.append(GitOutput(f"{path} is back to its earlier content", argv=(
-                "git", "-C", repo.path, "show", f"{branch}:{path}"), expected=content,
+                "git", "-C", repo.path, "show", f"refs/heads/{branch}:{path}"), expected=content,
                 compare="exact"))
     return StepResult(
-        output=GitRepo(path=repo.path, phrase=repo.phrase, commits=after, branch=branch),
-        instruction=sentence, solution=solution, alternative=alternative, checks=checks,
-        tools=("git",),
-        side_effect=True, rules=wrong)
+        output=output, instruction=sentence, solution=solution, alternative=alternative,
+        checks=checks, tools=("git",), side_effect=True, rules=wrong)
 
 
 @primitive("git.branch_commit")
@@ -606,14 +661,16 @@ def branch_commit(ctx: StepContext, source) -> StepResult:
         BranchCommit(f"{new} starts with the new commit on top of {old}", repo=repo.path,
                      base=old, branch=new, subject=message, identity=f"{name} <{email}>",
                      path=path, content=content),
-        GitOutput(f"{old} is unchanged", argv=(
-            "git", "-C", repo.path, "log", "--format=%s", old),
-            expected=lines_text(_subject(c) for c in reversed(repo.commits)), compare="lines"),
+        Lineage.of(f"{old} is unchanged", repo, old),
         CommandText("the working tree is clean", argv=(
             "git", "-C", repo.path, "status", "--porcelain"), expected="", compare="lines"),
     ]
+    output = GitRepo(path=repo.path, phrase=repo.phrase, commits=after, branch=new)
+    if ctx.final:  # a later step may add commits on top of the new one
+        checks.insert(1, Lineage.of(f"{new} holds the new commit and nothing after it",
+                                    output, new))
     return StepResult(
-        output=GitRepo(path=repo.path, phrase=repo.phrase, commits=after, branch=new),
+        output=output,
         instruction=sentence, solution=solution, alternative=alternative, checks=checks,
         tools=("git",),
         side_effect=True,
