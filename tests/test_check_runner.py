@@ -76,3 +76,33 @@ def test_the_alternatives_check_names_the_failed_checks(tmp_path, validate):
     report = validate(folder, checks=["alternatives"])
     verdict = next(v for v in report.verdicts if v.check == "alternatives")
     assert not verdict.passed and "test_output_is_uppercased" in verdict.details
+
+
+def test_a_run_meant_to_earn_nothing_stops_at_the_first_failing_check(runtime_name, request):
+    """Nop, mutant and probe phases set FIRST_FAILURE_ENV: the same reward, fewer checks run
+    (a mutant's later checks, a scan of the whole system, were most of its cost)."""
+    from taskloom.generators.verifier import verifier_files
+    from taskloom.models import TaskFile
+    from taskloom.sandbox.base_image import BASE_IMAGE
+    from taskloom.sandbox.trial import EnvironmentSpec, Phase, SetupStep, TrialPlan
+
+    runtime = request.getfixturevalue(f"{runtime_name}_runtime")
+    checks = CHECKS + "\n\ndef test_output_has_two_lines():\n    assert _read().count('\\n') == 2\n"
+    solutions = {"wrong": "#!/bin/bash\nprintf 'hello\\nworld\\n' > /app/out.txt\n",
+                 "right": "#!/bin/bash\nprintf 'HELLO\\nWORLD\\n' > /app/out.txt\n"}
+    plan = TrialPlan(
+        environment=EnvironmentSpec(image=BASE_IMAGE, steps=(
+            SetupStep(op="run", argv=("mkdir", "-p", "/app")),)),
+        tests=verifier_files(checks),
+        solutions={key: (TaskFile(path="solve.sh", content=script.encode(), mode=0o755),)
+                   for key, script in solutions.items()},
+        phases=(Phase(name="whole", solution="wrong"),
+                Phase(name="first", solution="wrong", first_failure=True),
+                Phase(name="passing", solution="right", first_failure=True)),
+        solution_timeout=30.0, tests_timeout=60.0)
+    whole, first, passing = runtime.run(plan).phases
+    assert (whole.reward, first.reward, passing.reward) == (0.0, 0.0, 1.0)
+    assert "1 failed, 2 passed" in whole.tests.log, whole.tests.log
+    assert "stopped at the first failure (TASKLOOM_FIRST_FAILURE=1): 1 checks not run" \
+        in first.tests.log and "1 failed, 1 passed" in first.tests.log, first.tests.log
+    assert "3 passed" in passing.tests.log and "stopped" not in passing.tests.log

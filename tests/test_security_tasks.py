@@ -261,7 +261,25 @@ def test_the_secret_scan_sees_names_links_attributes_and_compressed_copies(tmp_p
                                                  for at in range(0, len(original), 16))),
                        ("app.env.spaced", b" ".join(_wrapped(base64.b64encode(original), 4)
                                                     .split())),
-                       ("nested.bz2", _nested(original, 33))):
+                       ("nested.bz2", _nested(original, 33)),
+                       # an encoding is read whatever stands between its characters, and
+                       # what it holds is read on: a format by its marks, text as text
+                       ("app.json", b'{"id": 7, "blob": "' + base64.b64encode(b"z" + original)
+                        + b'", "ok": true}'),
+                       ("app.env.dotted", b".".join(_wrapped(base64.b64encode(b"ab" + original),
+                                                             3).split())),
+                       ("app.env.b64b64", base64.b64encode(base64.b64encode(b"xy" + original))),
+                       ("app.env.hexgz", b"blob=" + binascii.hexlify(gzip.compress(original))
+                        + b";\n"),
+                       ("app.env.b32xz", base64.b32encode(lzma.compress(original))),
+                       # round 6: a C array (xxd -i), octal between commas, and a copy
+                       # behind thousands of archive members (they once spent the budget
+                       # of pieces read out of guesses)
+                       ("app.env.h", b"unsigned char env[] = {" + b", ".join(
+                           b"0x%02x" % byte for byte in original) + b"};"),
+                       ("app.env.oct", b",".join(b"%03o" % byte for byte in original)),
+                       ("members.tar", _members(4200, base64.b64encode(gzip.compress(
+                           original))))):
         assert SECRET.encode() not in data, name
         (backups / name).write_bytes(data)
         assert not _scan(tree, backups), name
@@ -277,6 +295,19 @@ def test_the_secret_scan_sees_names_links_attributes_and_compressed_copies(tmp_p
     backups.rename(elsewhere)
     backups.symlink_to(elsewhere)
     assert not _scan(tree, backups)
+
+
+def _members(count: int, last: bytes) -> bytes:
+    """A tar of `count` small distinct members, then one holding `last`."""
+    import tarfile
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.USTAR_FORMAT) as archive:
+        for number, data in [*((n, b"%d" % n * 3) for n in range(count)), ("last", last)]:
+            member = tarfile.TarInfo(f"member-{number}")
+            member.size = len(data)
+            archive.addfile(member, io.BytesIO(data))
+    return buffer.getvalue()
 
 
 def _signed_tar(name: str, data: bytes) -> bytes:

@@ -59,6 +59,10 @@ HARBOR_DIRS = ("/logs/agent", "/logs/verifier", "/logs/artifacts")
 # queues): a new container's are empty, and an image never holds what its build wrote there.
 IPC_DIRS = ("/dev/shm", "/dev/mqueue")
 REWARD_FILES = ("reward.json", "reward.txt")
+# Set for the verifier of a phase meant to earn 0 (nop, mutants, probes): taskloom's check
+# runner then stops at the first failing check. The reward is the same (1 only when every
+# check passes); what is saved is the rest of the checks (a scan of the whole system).
+FIRST_FAILURE_ENV = "TASKLOOM_FIRST_FAILURE"
 ARTIFACT_BYTES_LIMIT = 256 << 20
 # Harbor uploads /tests, then starts test.sh, then copies /logs/verifier out: each step a
 # round trip to the engine, while whatever the agent left running goes on. (The read waits
@@ -986,12 +990,18 @@ def run_phase(plan, phase, env, snapshot=None):
         restore_artifacts(carried)
     limit = min(phase.get("tests_timeout") or plan["tests_timeout"], plan["tests_timeout"])
     result["tests"], result["rewards"], result["reward_error"] = run_tests(
-        plan, plan["tests"], env, plan["verifier_env"], user=plan["verifier_user"], limit=limit)
+        plan, plan["tests"], env, verifier_env(phase, plan["verifier_env"]),
+        user=plan["verifier_user"], limit=limit)
     result["reward"] = lowest(result["rewards"])
     return result
 
 
-def run_tests(plan, tests, env, verifier_env, *, user, limit):
+def verifier_env(phase, variables):
+    """The verifier's variables for a phase (FIRST_FAILURE_ENV when it is meant to earn 0)."""
+    return {**variables, FIRST_FAILURE_ENV: "1"} if phase.get("first_failure") else variables
+
+
+def run_tests(plan, tests, env, variables, *, user, limit):
     """Harbor's verifier: stale rewards gone, /tests uploaded, test.sh run, rewards read.
 
     Returns (test.sh outcome, {name: reward} or None, why there is none or None); a
@@ -1002,7 +1012,7 @@ def run_tests(plan, tests, env, verifier_env, *, user, limit):
     if strays():
         linger(UPLOAD_GAP_SEC)  # what the agent left sees the tests before they start
     tests_env = dict(env)
-    tests_env.update(verifier_env)
+    tests_env.update(variables)
     outcome = run_command(shell_for("/tests/test.sh"), timeout=limit, cwd=plan["workdir"],
                           env=tests_env, user=user, log_limit=plan["log_limit"])
     if not Keeper.alive():
@@ -1055,7 +1065,8 @@ def run_steps(plan, phase, env):
             if done["solution"]["timed_out"]:
                 break
         done["tests"], done["rewards"], done["reward_error"] = run_tests(
-            plan, step["tests"], env, step["verifier_env"], user=step["verifier_user"],
+            plan, step["tests"], env, verifier_env(phase, step["verifier_env"]),
+            user=step["verifier_user"],
             limit=min(phase.get("tests_timeout") or step["tests_timeout"],
                       step["tests_timeout"]))
         if done["rewards"] is None or below(done["rewards"], step["thresholds"]):

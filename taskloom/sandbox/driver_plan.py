@@ -76,6 +76,7 @@ def driver_plan(plan: TrialPlan, phases: list[Phase], *, setup: bool = True,
         "tests": _files(plan.tests) if phases else [],
         "solutions": {key: _files(plan.solutions[key]) for key in sorted(keys)},
         "phases": [{"name": p.name, "solution": p.solution, "tests_timeout": p.tests_timeout,
+                    "first_failure": p.first_failure,
                     "carried": None if p.carried is None else _artifacts(p.carried)}
                    for p in phases],
         "separate": plan.separate_verifier,

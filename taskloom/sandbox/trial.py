@@ -76,6 +76,10 @@ class Phase(Frozen):
     solution: str | None = Field(default=None, description="Key into TrialPlan.solutions.")
     tests_timeout: float | None = Field(default=None, description="A shorter limit of its "
                                         "own for test.sh (the nop's budget), seconds.")
+    first_failure: bool = Field(default=False, description="A phase meant to earn 0 (nop, "
+                                "mutants, probes): its verifier gets FIRST_FAILURE_ENV, so a "
+                                "taskloom check runner stops at the first failing check; "
+                                "the reward is the same, only its log names fewer failures.")
     carried: tuple[ArtifactEntry, ...] | None = Field(
         default=None, description="Separate verifier only: the artifacts an agent phase "
         "that ran in another sandbox left; this phase restores them and runs the tests.")

@@ -109,7 +109,8 @@ class LeakageCheck:
                                                 content=probe_script(task, key).encode()),)
                      for k, key in enumerate(candidates(task), 1)}
         return TrialPart(leak_fingerprints=fingerprints(task), solutions=solutions,
-                         phases=tuple(Phase(name=key, solution=key) for key in solutions))
+                         phases=tuple(Phase(name=key, solution=key, first_failure=True)
+                                      for key in solutions))
 
     def check(self, evidence: Evidence) -> Verdict:
         """The build context and instruction always; the image when it was set up."""

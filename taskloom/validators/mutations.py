@@ -77,7 +77,8 @@ class MutationCheck:
     def trial_part(self, task: Task, config: ValidationConfig) -> TrialPart:
         """One phase per step mutant and per shipped rule mutant."""
         solutions = {name: as_solution(task, script) for name, script in mutants(task).items()}
-        return TrialPart(phases=tuple(Phase(name=key, solution=key) for key in solutions),
+        return TrialPart(phases=tuple(Phase(name=key, solution=key, first_failure=True)
+                                      for key in solutions),
                          solutions=solutions)
 
     def check(self, evidence: Evidence) -> Verdict | None:

@@ -27,7 +27,8 @@ class NopCheck:
 
     def trial_part(self, task: Task, config: ValidationConfig) -> TrialPart:
         """One phase with no solution, its tests held to the nop budget."""
-        return TrialPart(phases=(Phase(name="nop", tests_timeout=config.nop_budget_sec),))
+        return TrialPart(phases=(Phase(name="nop", tests_timeout=config.nop_budget_sec,
+                                          first_failure=True),))
 
     def check(self, evidence: Evidence) -> Verdict | None:
         """`trivial` when the tests reward the untouched environment."""

@@ -31,7 +31,8 @@ PREFIX = "tamper"
 def _part(probes: tuple[Probe, ...]) -> TrialPart:
     solutions = {f"{PREFIX}-{p.name}": (TaskFile(path="solve.sh", content=p.script.encode(),
                                                  mode=0o755),) for p in probes}
-    return TrialPart(phases=tuple(Phase(name=key, solution=key) for key in solutions),
+    return TrialPart(phases=tuple(Phase(name=key, solution=key, first_failure=True)
+                                  for key in solutions),
                      solutions=solutions)
 
 

@@ -107,8 +107,9 @@ elif [ -n "$startup" ]; then
 # 4. The checks, isolated from everything the agent could have changed: no site hooks,
 #    no PYTHON*/PYTEST*/GIT* variables, no system or user git config, no rc files, no
 #    OpenSSL configuration (libcrypto reads /etc/ssl/openssl.cnf, which may load a module).
+#    TASKLOOM_FIRST_FAILURE=1 ends the checks at the first failure (the reward is the same).
 elif cd /tests && /usr/bin/env -i HOME="$home" LANG=C.UTF-8 PATH="$PATH" GIT_CONFIG_NOSYSTEM=1 \
-    OPENSSL_CONF=/dev/null \
+    OPENSSL_CONF=/dev/null TASKLOOM_FIRST_FAILURE="${TASKLOOM_FIRST_FAILURE-}" \
     GIT_CONFIG_GLOBAL=/dev/null GIT_ATTR_NOSYSTEM=1 \
     /usr/bin/python3 -I -S -B -c '
 import sys
@@ -119,9 +120,12 @@ library = ["/usr/lib/python%s.zip" % version.replace(".", ""), "/usr/lib/python"
 if sys.path != library or sys.prefix != "/usr" or sys.exec_prefix != "/usr":
     sys.exit("verifier: refusing to judge: Python looks for its library elsewhere: %s"
              % sys.path)
-import time, traceback, types
+import os, time, traceback, types
 started = time.perf_counter()
 path = "/tests/test_outputs.py"
+# Set when taskloom validates a run meant to earn 0: the checks stop at the first
+# failure (the reward is the same: 1 only when every check passes).
+first_failure = os.environ.get("TASKLOOM_FIRST_FAILURE") == "1"
 name = path.rsplit("/", 1)[1]
 
 
@@ -166,6 +170,8 @@ for key, value in list(vars(module).items()) if not errors else ():
         checks.append((key, value))
 marks = ""
 for key, check in checks:
+    if first_failure and (errors or failures):
+        break
     if check.__code__.co_argcount or check.__code__.co_kwonlyargcount:
         errors.append((key, TypeError("a check takes no arguments (no pytest fixtures)")))
         marks += "E"
@@ -177,6 +183,9 @@ for key, check in checks:
         failures.append((key, error))
         marks += "F"
 print(marks)
+if len(marks) < len(checks):
+    print("stopped at the first failure (TASKLOOM_FIRST_FAILURE=1): %d checks not run"
+          % (len(checks) - len(marks)))
 if errors or failures:
     print(" FAILURES ".center(80, "="))
     for key, error in errors + failures:
