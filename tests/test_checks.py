@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from taskloom.generators.procedural.checks import HEADER, FileText
+from taskloom.generators.procedural.checks import HEADER, CommandText, FileText, render_tests
 
 EXPECTED_CSV = "id,name,city\n7,Ann Lee,Oslo\n9,\"Bo, Jr\",Lima\n"
 
@@ -331,3 +331,25 @@ def test_a_git_check_refuses_a_repository_plain_git_shows_otherwise(tmp_path, fo
     with pytest.raises(AssertionError):
         run(log)
         intact(str(repo))
+
+
+def test_a_checks_file_imports_and_defines_only_what_its_checks_use(tmp_path):
+    """Importing unused modules cost each run of the checks ~15 ms (every phase runs them)."""
+    out = tmp_path / "out.txt"
+    out.write_text("a\nb\n")
+    plain = render_tests([FileText("out.txt holds two lines", path=str(out), expected="a\nb\n")],
+                         ({"root": 0}, {"root": 0}))
+    git = render_tests([CommandText("the log", argv=("git", "-C", str(tmp_path), "log"),
+                                    expected="")], ({"root": 0}, {"root": 0}))
+    assert "import subprocess" not in plain and "def _git(" not in plain
+    assert "GIT_DATA" not in plain and "What git keeps as data" not in plain  # its comment
+    assert "IMAGE_USERS" not in plain and "from pathlib import Path" in plain
+    assert "\n\n\n\n" not in plain and plain.startswith('"""Checks for this task')
+    assert "import subprocess" in git and "def _git(" in git and "GIT_DATA = (" in git
+    assert "# What git keeps as data" in git
+    namespace: dict = {}
+    exec(compile(plain, "test_outputs.py", "exec"), namespace)
+    namespace["test_01_out_txt_holds_two_lines"]()  # runs with what was kept
+    out.write_text("b\n")
+    with pytest.raises(AssertionError):
+        namespace["test_01_out_txt_holds_two_lines"]()

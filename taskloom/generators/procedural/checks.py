@@ -16,12 +16,15 @@ with `./`, at the line's start or after a blank (`SIZE ./PATH`).
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import posixpath
 import re
 from dataclasses import dataclass, field
 from typing import Literal
+
+from taskloom import pysource
 
 Compare = Literal["set", "lines", "exact"]
 Form = Literal["text", "csv", "paths"]
@@ -676,5 +679,51 @@ def render_tests(checks: list[Assertion], accounts: tuple[dict, dict]) -> str:
     table = (f"# The image's accounts, name -> id.\nIMAGE_USERS = {users!r}\n"
              f"IMAGE_GROUPS = {groups!r}\n")
     functions = [check.render(number) for number, check in enumerate(checks, start=1)]
-    return HEADER + "\n\n" + table + "\n\n" + "\n\n".join(functions)
+    return _pruned(HEADER + "\n\n" + table + "\n\n" + "\n\n".join(functions))
+
+
+def _pruned(source: str) -> str:
+    """`source` without the imports, constants and helpers of the header no check uses.
+
+    Every phase of a task runs the checks once: importing what they never call
+    (subprocess, zipfile, tarfile, tempfile, shutil...) cost ~15 ms of each run's ~40.
+    Kept: each statement that binds no name (the docstring), the `test_*` functions, and
+    what they name, down the chain. A statement is cut with the comment lines right above
+    it and the blank lines after it (both outside any string).
+    """
+    tree = pysource.parse(source)
+    binds = [_bound(node) for node in tree.body]
+    named = [{n.id for n in ast.walk(node) if isinstance(n, ast.Name)} for node in tree.body]
+    kept = {i for i, names in enumerate(binds)
+            if not names or any(name.startswith("test") for name in names)}
+    while True:
+        wanted = set().union(*(named[i] for i in kept))
+        more = {i for i, names in enumerate(binds) if names & wanted} - kept
+        if not more:
+            break
+        kept |= more
+    lines, cut = source.split("\n"), set()
+    for index, node in enumerate(tree.body):
+        if index in kept:
+            continue
+        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+        while first > 1 and lines[first - 2].lstrip().startswith("#"):
+            first -= 1
+        last = node.end_lineno
+        while last < len(lines) and not lines[last].strip():
+            last += 1
+        cut.update(range(first - 1, last))
+    return "\n".join(line for number, line in enumerate(lines) if number not in cut)
+
+
+def _bound(node: ast.stmt) -> set[str]:
+    """The names a top-level statement binds."""
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+    if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+        return {node.name}
+    if isinstance(node, (ast.Assign, ast.AnnAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return {n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)}
+    return set()
 
