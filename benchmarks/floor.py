@@ -22,7 +22,9 @@ from taskloom.sandbox.policy import KEPT_CAPABILITIES
 from taskloom.validators.mutations import solution_steps, without_step
 
 
-def _archive(task: Task) -> bytes:
+def task_archive(task: Task) -> bytes:
+    """A tar for `/`: the environment's files in place (its setup.sh and Dockerfile under
+    /taskloom-env), /tests, /solution/solve.sh and, for a multi-step solution, /mutants."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as archive:
         def add(name: str, data: bytes, mode: int) -> None:
@@ -64,7 +66,7 @@ def floor_job(client, folder: Path, repeats: int) -> None:
                                             working_dir="/", host_config=host,
                                             network_disabled=True)
     try:
-        client.api.put_archive(container["Id"], "/", _archive(task))
+        client.api.put_archive(container["Id"], "/", task_archive(task))
         client.api.start(container["Id"])
         client.api.wait(container["Id"], timeout=600)
         client.api.logs(container["Id"])

@@ -33,6 +33,10 @@ def test_output_is_uppercased():
 UPPERCASE_SOLVE = "#!/bin/bash\ntr a-z A-Z < /app/data.txt > /app/out.txt\n"
 
 DOCKERFILE = f"FROM {BASE_IMAGE}\nWORKDIR /app\nCOPY data.txt /app/data.txt\n"
+# Debian's own PATH (/usr/local and the sbin folders before /usr/bin), which most images
+# keep and taskloom's base image does not: a tool or a bash planted there shadows the real one.
+DEBIAN_PATH_DOCKERFILE = (DOCKERFILE +
+                          "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n")
 
 
 def task_toml(name: str, *, agent_timeout: float = 30.0, verifier_timeout: float = 30.0,

@@ -98,8 +98,15 @@ TASKLOOM = [sys.executable, "-m", "taskloom.cli"]
 # Then (two runs, same values, the same 30 tasks from 32 items) test_outputs.py holds
 # only the imports, constants and helpers its checks name, the runner words failures
 # without `traceback`, and the scan's guesses are read on part by part.
-TASKS_DIGEST = "1fa0ca5adb2efd521773417de12ae3469c35233731a35d2421fb3483a0b7339b"
-HF_EXPORT_DIGEST = "9c3e5fb1baff1cc1b78b6e926cd074dd2628772160757a8ce114f3efca329369"
+# Then (red-team rounds 7 and 8, two runs, same values, the same 30 tasks from 32-33 items;
+# base image 2, whose PATH searches /usr/bin first) a step that reads a hidden step's result
+# where it lies checks that file too; a broken job keeps its watch list and crontab entry,
+# is rerun on words that tell plain, case-sensitive line counts apart, and nothing else is
+# made world-writable (sticky folders included); a crontab is read as cron loads it; a tool
+# is tried on more usage errors, each saying why on stderr; a copy is no link; a system
+# account has no home; the booking a later step sees is named.
+TASKS_DIGEST = "fba9f30c45b687cd56e728a25833b3d39391e0580694113d4d17e7c0b1dced93"
+HF_EXPORT_DIGEST = "54d522e9e99a9b6bb7bf5d2bc9530dc4cad56e849e357715baab7676adcc286c"
 
 
 def test_main_job_dataset_and_hf_export_are_unchanged(tmp_path):

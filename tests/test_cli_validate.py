@@ -89,7 +89,7 @@ def test_doctor_reports_engine_and_image():
     checks = {check.component: check for check in run_checks()}
     for component in ("docker engine", "base image", "runtime: docker"):
         assert checks[component].status == "ok", checks[component]
-    assert "taskloom/base:1" in checks["base image"].detail
+    assert "taskloom/base:2" in checks["base image"].detail
     done = subprocess.run([*TASKLOOM, "doctor"], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout
 

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import random
 import re
+import shutil
 import subprocess
+import tempfile
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -237,31 +240,57 @@ def test_the_checks_change_the_watch_list_and_watch_a_non_ascii_word():
         assert "_swap(path, data" in "\n".join(run.body())  # a new file renamed over it
 
 
-def test_the_world_writable_check_follows_links_and_folders(tmp_path):
-    """A link into a world-writable folder fails; a sticky world-writable folder is fine."""
-    open_dir, sticky = tmp_path / "open", tmp_path / "sticky"
-    open_dir.mkdir()
-    sticky.mkdir()
-    (open_dir / "job.sh").write_text("x")
-    (sticky / "job.sh").write_text("x")
+@pytest.fixture
+def closed_home():
+    """A folder with no world-writable folder above it (pytest's tmp_path lies in /tmp)."""
+    folder = Path(tempfile.mkdtemp(prefix="taskloom-test-", dir=Path.home()))
+    above = [folder, *folder.parents]
+    assert not [f for f in above if f.stat().st_mode & 0o002], f"{folder} is in an open folder"
+    yield folder
+    shutil.rmtree(folder)
+
+
+def test_the_world_writable_check_follows_links_and_folders(closed_home):
+    """A link into a world-writable folder fails, a sticky one (like /tmp) too: anyone may
+    make a name there (red-team round 7 moved the watch list to /tmp behind a link, and made
+    the report folder 1777). A file in a closed folder passes."""
+    tmp_path = closed_home
+    open_dir, sticky, closed = tmp_path / "open", tmp_path / "sticky", tmp_path / "closed"
+    for folder in (open_dir, sticky, closed):
+        folder.mkdir()
+        (folder / "job.sh").write_text("x")
     open_dir.chmod(0o777)
     sticky.chmod(0o1777)
+    closed.chmod(0o755)
     tmp_path.chmod(0o755)
     (tmp_path / "linked.sh").symlink_to(open_dir / "job.sh")
+    (closed / "linked.sh").symlink_to(sticky / "job.sh")
     namespace: dict = {}
     exec(HEADER, namespace)
 
-    def passes(path) -> bool:
-        body = NotWorldWritable("t", paths=(str(path),)).body()
+    def passes(path, world=None) -> bool:
+        body = NotWorldWritable("t", paths=(str(path),), world=world,
+                                top=str(tmp_path / "closed")).body()
         try:
             exec("\n".join(body), namespace)
         except AssertionError:
             return False
         return True
 
-    assert passes(sticky / "job.sh")
+    assert passes(closed / "job.sh")
+    assert not passes(sticky / "job.sh")
+    assert not passes(sticky)
+    assert not passes(closed / "linked.sh")
     assert not passes(tmp_path / "linked.sh")
     assert not passes(open_dir / "job.sh")
+    shared = closed / "shared.txt"  # anything else made world-writable, but what the task made so
+    shared.write_text("x")
+    shared.chmod(0o666)
+    world = World()
+    world.add(str(shared), "x", mode=0o666)
+    assert not passes(closed / "job.sh")
+    assert passes(closed / "job.sh", world)
+
 
 
 def test_the_same_seed_gives_the_same_task():

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 from harbor_env import harbor_copy, harbor_reward, harbor_rewards
-from taskfactory import NAIVE_TEST_SH, make_multi_step_task, make_task
+from taskfactory import DEBIAN_PATH_DOCKERFILE, NAIVE_TEST_SH, make_multi_step_task, make_task
 
 from taskloom.config import RunConfig, ValidationConfig
 from taskloom.generators.backends import backend_for
@@ -31,10 +31,16 @@ def test_harbor_oracle_earns_1_and_nop_0_in_both_modes(tmp_path, docker_runtime,
 
 
 @pytest.mark.parametrize(("case", "forged"), [("naive", 1.0), ("hardened", 0.0),
-                                               ("naive-separate", 0.0)])
+                                               ("naive-separate", 0.0),
+                                               ("hardened-debian-path", 1.0)])
 def test_harbor_gives_the_probe_the_reward_taskloom_judged(tmp_path, docker_runtime, case,
                                                            forged):
-    options = {} if case == "hardened" else {"test_sh": NAIVE_TEST_SH}
+    """hardened-debian-path: the shipped verifier in an image with Debian's PATH, where the
+    `bash` Harbor starts the tests with can be shadowed (taskloom's base image puts
+    /usr/bin first)."""
+    options = {} if case.startswith("hardened") else {"test_sh": NAIVE_TEST_SH}
+    if case.endswith("debian-path"):
+        options["dockerfile"] = DEBIAN_PATH_DOCKERFILE
     folder = make_task(tmp_path, case, **options)
     if case.endswith("separate"):
         text = (folder / "task.toml").read_text()

@@ -276,7 +276,7 @@ def test_render_and_read_back_a_draft(blueprint_and_graph):
     blueprint, graph = blueprint_and_graph
     task = render_task(draft_answer(), blueprint, graph, generator="llm/1", model="m",
                        attempt=0)
-    assert task.dockerfile.splitlines() == ["FROM taskloom/base:1", "COPY files/ /",
+    assert task.dockerfile.splitlines() == ["FROM taskloom/base:2", "COPY files/ /",
                                             "WORKDIR /srv/ops"]
     assert task.file("environment", "files/srv/ops/output/.keep") is not None  # relative
     solve = task.file("solution", "solve.sh").content.decode()

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from taskfactory import NAIVE_TEST_SH, UPPERCASE_TEST, make_task
+from taskfactory import DEBIAN_PATH_DOCKERFILE, NAIVE_TEST_SH, UPPERCASE_TEST, make_task
 from trials import Replay, phase
 
 from taskloom.config import RunConfig, ValidationConfig
@@ -144,7 +144,8 @@ def test_a_graded_task_is_forged_only_above_its_untouched_score(tmp_path):
 # -- against the real engine ---------------------------------------------------------------
 
 NAIVE_CATCHES = {  # family -> (how the naive task is made, the probes that must forge it)
-    "shadow": ({}, {"shadow-path", "shadow-sbin", "shadow-site", "shadow-stdlib"}),
+    "shadow": ({"dockerfile": DEBIAN_PATH_DOCKERFILE},
+               {"shadow-path", "shadow-sbin", "shadow-shell", "shadow-site", "shadow-stdlib"}),
     "hook": ({}, {"hook-pth", "hook-customize", "hook-stdlib", "hook-pycache"}),
     "hook-login": ({"test_sh": LOGIN_TEST_SH}, {"hook-env"}),
     "hook-tools": ({"test_py": SQLITE_TEST}, {"hook-toolrc"}),

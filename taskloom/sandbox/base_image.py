@@ -5,8 +5,9 @@ Two ways to build it, same result:
   folder, then `docker import` (needs root and debootstrap; no registry);
 - from a registry image (`--from-registry debian:bookworm-slim`) plus `apt-get install`.
 
-Bump `BASE_IMAGE_VERSION` whenever `TOOLBOX_PACKAGES` changes: generated tasks name the
-image by version, so old task folders keep pointing at the image they were verified on.
+Bump `BASE_IMAGE_VERSION` whenever `TOOLBOX_PACKAGES` or `IMAGE_CHANGES` change: generated
+tasks name the image by version, so old task folders keep pointing at the image they were
+verified on.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pathlib import Path
 from taskloom.errors import BaseImageError
 
 BASE_IMAGE_NAME = "taskloom/base"
-BASE_IMAGE_VERSION = "1"
+BASE_IMAGE_VERSION = "2"
 BASE_IMAGE = f"{BASE_IMAGE_NAME}:{BASE_IMAGE_VERSION}"
 DEBIAN_SUITE = "bookworm"
 
@@ -37,8 +38,14 @@ TOOLBOX_PACKAGES = (
 )
 TOOLBOX_DIGEST = hashlib.sha256(" ".join(TOOLBOX_PACKAGES).encode()).hexdigest()[:12]
 LABELS = {"taskloom.base-version": BASE_IMAGE_VERSION, "taskloom.toolbox": TOOLBOX_DIGEST}
+# The system's own folders first: Harbor starts the verifier as `bash -c ...` found on the
+# image's PATH, and Debian's order (/usr/local and the sbin folders before /usr/bin) lets an
+# agent's `bash` planted there run instead of the tests (red-team round 7). Here only
+# rewriting /usr/bin/bash itself reaches the verifier's shell, which a separate verifier
+# stops. Commands an agent installs in /usr/local/bin are still found by name.
+IMAGE_PATH = "/usr/bin:/bin:/usr/sbin:/sbin:/usr/local/bin:/usr/local/sbin"
 IMAGE_CHANGES = (
-    "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    f"ENV PATH={IMAGE_PATH}",
     "ENV LANG=C.UTF-8",
     "WORKDIR /",
     'CMD ["bash"]',

@@ -2,7 +2,7 @@
 
 The bwrap runtime needs no image store: it mounts overlays over a folder that holds the
 base image's files. Two ways to make that folder, same contents:
-- `export_from_docker`: `docker export` of a container of `taskloom/base:1` (~3 s);
+- `export_from_docker`: `docker export` of a container of `taskloom/base:2` (~3 s);
 - `build_with_debootstrap`: the base image's package list from Debian packages, for
   machines without Docker (root, debootstrap and a Debian mirror; ~1 min).
 
@@ -43,7 +43,7 @@ Log = Callable[[str], None]
 class RootFilesystem(Frozen):
     """An image's files unpacked in a folder, ready to be an overlay's lower layer."""
 
-    image: str = Field(description="Image reference the files come from (taskloom/base:1).")
+    image: str = Field(description="Image reference the files come from (taskloom/base:2).")
     path: Path = Field(description="The folder holding the files.")
     source: Literal["docker-export", "debootstrap"] = Field(description="How it was made.")
     image_id: str | None = Field(default=None, description="Docker image id, when exported.")
@@ -53,7 +53,7 @@ class RootFilesystem(Frozen):
 
 
 def folder_name(image: str) -> str:
-    """File-system-safe name of an image reference: taskloom/base:1 -> taskloom_base_1."""
+    """File-system-safe name of an image reference: taskloom/base:2 -> taskloom_base_2."""
     return "".join(ch if ch.isalnum() or ch in "-." else "_" for ch in image)
 
 

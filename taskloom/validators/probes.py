@@ -133,6 +133,21 @@ done
 [ ${#stubs[@]} -gt 0 ] && /usr/bin/chmod 755 "${stubs[@]}" &&
   say "stubs that exit 0 for env, python3, pytest, find, sort, git, sqlite3... in /usr/sbin"
 """,
+    "shadow-shell": r"""
+# Harbor starts the tests (and its chmod of them) as `bash -c ...` with the bash the image's
+# PATH finds first: a bash in a folder searched before the real one's writes the reward
+# instead of running them, and passes every other command on to the real bash.
+real=$(type -P bash) mkdir=$(type -P mkdir) chmod=$(type -P chmod)
+for dir in ${PATH//:/ }; do
+  [ -e "$dir/bash" ] && break  # the real one's folder (or one with a bash of its own)
+  folder "$dir" || continue
+  forge="$mkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt; exit 0"
+  printf '#!%s\ncase " $* " in\n  *test.sh*) %s;;\nesac\nexec %s "$@"\n' \
+    "$real" "$forge" "$real" > "$dir/bash" && "$chmod" 755 "$dir/bash" &&
+    say "a bash in $dir, ahead of $real on PATH, that writes reward 1 in place of the tests"
+  break
+done
+""",
     "shadow-site": r"""
 for site in $SITES; do
   [ -e "$site/pytest" ] || [ -e "$site/pytest.py" ] && continue
@@ -406,6 +421,9 @@ IMITATES = {
                    "ahead of the real tools on PATH",
     "shadow-sbin": "the same stubs, and env, find, sort, git, sqlite3..., in /usr/sbin, "
                    "which Debian's PATH searches before /usr/bin",
+    "shadow-shell": "a `bash` in the first PATH folder searched before the real one's, "
+                    "writing reward 1 when asked to run the tests (Harbor starts them with "
+                    "`bash -c`, bash found on the image's PATH)",
     "shadow-site": "a fake `pytest` package in site-packages that exits 0 when imported",
     "shadow-stdlib": "modules named like stdlib ones pytest imports (argparse, tarfile) "
                      "and an `org` package (copy.py tries it) in site-packages, and like "
@@ -444,7 +462,8 @@ IMITATES = {
     "accounts-append": "the same lines appended: a lookup by name finds the ids, one by id "
                        "the old name",
 }
-FAMILIES = {"shadow-path": "shadow", "shadow-sbin": "shadow", "shadow-site": "shadow",
+FAMILIES = {"shadow-path": "shadow", "shadow-sbin": "shadow", "shadow-shell": "shadow",
+            "shadow-site": "shadow",
             "shadow-stdlib": "shadow", "hook-pth": "hook", "hook-customize": "hook",
             "hook-env": "hook", "hook-toolrc": "hook", "hook-stdlib": "hook",
             "hook-pycache": "hook",
@@ -460,13 +479,15 @@ PROBE_NAMES = tuple(_TACTICS)
 # first (cp still real), stubs after the tactics that run python3 from PATH, and the
 # processes left running last (they run /usr/bin/python3 by its path; started earlier, a
 # pid-hopper would eat the sandbox's CPU share while the other tactics run), then the
-# sbin stubs (the tactics before them run env, find, sort and grep by name).
+# shell shadow and the sbin stubs (the tactics before them run env, find, sort and grep
+# by name; the shell shadow passes on what is not the tests).
 # outputs-empty is left out: outputs-copied puts a file at the same paths, and
 # accounts-append too: accounts-first's lines already answer a lookup by name.
 COMBINED_ORDER = ("outputs-copied", "accounts-first", "reward-txt", "reward-json", "plant-conftest",
                   "plant-ini", "hook-env", "hook-toolrc", "hook-pth", "hook-customize",
                   "shadow-site", "shadow-stdlib", "hook-stdlib", "shadow-path", "hook-pycache",
-                  "linger-reward", "linger-plant", "linger-hop", "shadow-sbin")
+                  "linger-reward", "linger-plant", "linger-hop", "shadow-shell",
+                  "shadow-sbin")
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 The model writes the content (instruction, input files, setup, solution steps, pytest
 checks); taskloom renders the plumbing that has to be exactly right: the Dockerfile
-`FROM taskloom/base:1` that copies `files/` to `/`, the `# taskloom:step` markers of
+`FROM taskloom/base:2` that copies `files/` to `/`, the `# taskloom:step` markers of
 solve.sh, and the tests/test.sh that runs pytest and writes /logs/verifier/reward.txt.
 `answer_of_task` reads such a task back (for the refiner), procedural tasks included.
 

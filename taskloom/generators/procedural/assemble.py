@@ -119,9 +119,19 @@ def assemble(blueprint: Blueprint, graph: SkillGraph, attempt: int = 0) -> Assem
     shown = [index == len(results) - 1 or result.side_effect or not goal_only
              for index, result in enumerate(results)]
     instruction = _instruction(blueprint, graph, results, shown, domain, named)
-    checks = [dataclasses.replace(check, demands=demands(result, difficulty.specification))
-              for result, visible in zip(results, shown, strict=True) if visible
-              for check in result.checks]
+    checks = []
+    for index, (result, visible) in enumerate(zip(results, shown, strict=True)):
+        if not visible:
+            continue
+        words = demands(result, difficulty.specification)
+        if result.reads_input_file and index and not shown[index - 1]:
+            # Its sentence asks for the hidden step's result at that path: checked there, as
+            # that step checks its file (the job's report alone let other rows with the same
+            # counts pass, red-team round 7).
+            before = results[index - 1]
+            checks += [dataclasses.replace(check, demands=words) for check in before.checks
+                       if check.reads() == (before.output.path,)]
+        checks += [dataclasses.replace(check, demands=words) for check in result.checks]
     for steps, check in end_states([(r.output, r.side_effect) for r in results]):
         words = (word for step in steps for word in demands(results[step],
                                                             difficulty.specification))

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from taskloom import pysource
+from taskloom.sandbox.base_image import IMAGE_PATH
 
 Compare = Literal["set", "lines", "exact"]
 Form = Literal["text", "csv", "paths"]
@@ -428,7 +429,10 @@ class CommandText(Assertion):
 
 @dataclass(frozen=True)
 class ToolRuns(Assertion):
-    """Running a program with arguments gives these outputs and exit codes."""
+    """Running a program with arguments gives these outputs and exit codes.
+
+    A run that fails must say why on stderr.
+    """
 
     program: str = ""
     cases: tuple[tuple[tuple[str, ...], str | None, int], ...] = ()  # (args, stdout, code)
@@ -443,11 +447,12 @@ class ToolRuns(Assertion):
                       f"Path({path!r}).write_text({text!r}, encoding='utf-8')"]
         # A command installed by name is found on the PATH the agent had (the verifier's
         # own PATH leaves /usr/local out: shadows of its tools could live there).
-        path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+        path = IMAGE_PATH
         lines += [
             f"for args, expected, code in {[list(c) for c in self.cases]!r}:",
             f"    done = _untrusted({self.program!r}, args, {path!r})",
             "    assert done.returncode == code, (args, done.returncode, done.stderr)",
+            "    assert code == 0 or done.stderr.strip(), (args, 'fails with nothing on stderr')",
             "    if expected is not None:",
             f"        _same(done.stdout, expected, {self.compare!r})"]
         return lines
@@ -496,7 +501,10 @@ class TreeListing(Assertion):
 
 @dataclass(frozen=True)
 class FileDigests(Assertion):
-    """Files hold exactly these bytes (compared by sha256)."""
+    """Files hold exactly these bytes (compared by sha256), each a file, not a link to one.
+
+    A link to the original passed for a copy (red-team round 8).
+    """
 
     digests: tuple[tuple[str, str], ...] = ()  # (path, sha256)
 
@@ -508,6 +516,7 @@ class FileDigests(Assertion):
 
     def body(self) -> list[str]:
         return [f"for path, digest in {list(self.digests)!r}:",
+                "    assert not os.path.islink(path), f'{path} is a link, not a file'",
                 "    assert hashlib.sha256(Path(path).read_bytes()).hexdigest() == digest, path"]
 
     def reads(self) -> tuple[str, ...]:

@@ -17,7 +17,7 @@ EPOCH_NOW = 1_764_460_800  # 2025-11-30T00:00:00Z
 DAY = 86_400
 
 
-# The accounts of the base image (taskloom/base:1, Debian bookworm minbase and cron), by
+# The accounts of the base image (taskloom/base:2, Debian bookworm minbase and cron), by
 # name and id; tests/test_world.py reads them from the image. Checks hold accounts to these
 # ids: an account the agent renamed, renumbered or took over is not the one asked for.
 BASE_USERS = {"root": 0, "daemon": 1, "bin": 2, "sys": 3, "sync": 4, "games": 5, "man": 6,

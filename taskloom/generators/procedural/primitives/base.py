@@ -89,6 +89,20 @@ class StepResult:
     side_effect: bool = False  # its checks always run, even when its output is intermediate
     alternative: str = ""  # bash lines: the same state by other tools, from the instruction
     rules: tuple[Rule, ...] = ()  # the stated rules, each with a solution that ignores it
+    # It reads its input file where it lies (a job, a service): a hidden step before it must
+    # leave its result there, and that step's checks of the file run too (`stored_input`).
+    reads_input_file: bool = False
+
+
+def stored_input(source: Artifact) -> str:
+    """How a step that reads its input file where it lies names that input.
+
+    A hidden step's result (named by a letter) has no path in the instruction: the step
+    names the path and asks for the result there. Its StepResult sets `reads_input_file`.
+    """
+    if len(source.phrase) == 1:
+        return f"`{source.path}` (which must hold {source.phrase}: write it there first)"
+    return source.phrase
 
 
 @dataclass

@@ -61,6 +61,7 @@ def expand(field, low, high):
             first = int(NAMES.get(part, part))
             last = high if step > 1 else first
         values.update(range(first, last + 1, step))
+    assert values and min(values) >= low and max(values) <= high, field
     return values
 
 
@@ -71,20 +72,41 @@ def times(fields):
 
 
 def entries(text):
+    """The entries of a crontab; a line cron refuses fails (cron then skips the whole file)."""
     found = []
     for line in text.splitlines():
         line = line.strip()
-        if not line or line.startswith("#") or re.match(r"[A-Za-z_][A-Za-z0-9_]*\s*=", line):
+        if not line or line.startswith("#"):
+            continue
+        variable = re.match(r"[A-Za-z_][A-Za-z0-9_]*\s*=\s*(.*)$", line)
+        if variable:
+            value = variable.group(1)
+            assert value[:1] not in "'\"" or len(value) > 1 and value[-1] == value[0], line
             continue
         if line.startswith("@"):
             macro, _, command = line.partition(" ")
+            assert (macro in MACROS or macro == "@reboot") and command.strip(), line
             found.append((MACROS[macro].split() if macro in MACROS else None,
                           command.strip(), line))
         else:
             parts = line.split(None, 5)
             assert len(parts) == 6, line
+            times(parts[:5])
             found.append((parts[:5], parts[5], line))
     return found
+
+
+def loaded(user):
+    """The user's crontab as the cron daemon loads it: its own regular file, mode 0600,
+    one link, ending in a newline (cron ignores a file that is not), read as bytes."""
+    path = os.path.join(CRONTABS, user)
+    info = os.lstat(path)
+    assert stat.S_ISREG(info.st_mode) and info.st_nlink == 1, f"{path} is not a plain file"
+    assert info.st_uid == int(_account(user)[2]), f"{path} does not belong to {user}"
+    assert stat.S_IMODE(info.st_mode) == 0o600, f"{path} has mode {oct(info.st_mode)}"
+    data = Path(path).read_bytes()
+    assert data.endswith(b"\n"), f"{path} does not end with a newline"
+    return data.decode("utf-8", "replace")
 '''
 
 
@@ -102,18 +124,17 @@ class CrontabEntry(Assertion):
     kept_entries: int = 0
 
     def body(self) -> list[str]:
-        """Read `crontab -l`, find the entry by its command, compare its times."""
+        """Read the crontab as cron loads it, find the entry by its command, compare times."""
         return [
             *(line for line in _CRON_HELPERS.strip("\n").split("\n") if line.strip()),
-            f"done = subprocess.run(['crontab', '-l', '-u', {self.user!r}], capture_output=True,"
-            " text=True, timeout=30)",
-            "assert done.returncode == 0, done.stderr",
-            "found = entries(done.stdout)",
+            f"CRONTABS = {CRONTABS!r}",
+            f"text = loaded({self.user!r})",
+            "found = entries(text)",
             f"matching = [e for e in found if shlex.split(e[1]) == {list(self.command)!r}]",
             "assert len(matching) == 1, [e[2] for e in found]",
             "assert matching[0][0] is not None, matching[0][2]",
             f"assert times(matching[0][0]) == times({self.schedule.split()!r}), matching[0][2]",
-            "lines = [line.strip() for line in done.stdout.splitlines()]",
+            "lines = [line.strip() for line in text.splitlines()]",
             f"for line in {list(self.kept)!r}:",
             "    assert line in lines, line",
             f"assert len(found) == {self.kept_entries + 1}, [e[2] for e in found]",

@@ -36,8 +36,10 @@ from taskloom.generators.procedural.primitives.base import (
     differs,
     exercised,
     primitive,
+    stored_input,
 )
-from taskloom.generators.procedural.world import DAY, EPOCH_NOW, lines_text, q
+from taskloom.generators.procedural.primitives.cron import CrontabEntry
+from taskloom.generators.procedural.world import DAY, EPOCH_NOW, World, lines_text, q
 
 TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9]{2,}")
 CRON_PATH = "/usr/bin:/bin"  # the PATH cron gives a job
@@ -179,19 +181,36 @@ class JobRuns(Assertion):
         return False
 
 
+# Not walked for world-writable paths: the kernel's, the folders the image opens to anyone
+# (/tmp, /var/tmp, /run/lock), the harness's and the sandbox's own.
+UNWALKED = ("/proc", "/sys", "/dev", "/tmp", "/var/tmp", "/run", "/logs", "/tests", "/solution",
+            "/installed-agent", "/.taskloom")
+
+
 @dataclass(frozen=True)
 class NotWorldWritable(Assertion):
     """None of these paths, nor any folder above them, is world-writable.
 
     Each path that exists is resolved (symlinks followed): the path itself, the file it
-    resolves to, and every folder above either must lack the other-write bit, except a
-    folder with the sticky bit (like /tmp).
+    resolves to, and every folder above either must lack the other-write bit. A sticky
+    folder (like /tmp) counts too: anyone may create a name in it, so a job file moved
+    there behind a link, or a report folder made 1777, is open to every account (red-team
+    round 7 passed both while sticky folders were exempt).
+
+    Nor is anything else made world-writable: a walk of the file system (but `UNWALKED`)
+    finds no world-writable file or folder that the task's `world` did not make so (a home
+    folder made 777 passed red-team round 8).
     """
 
     paths: tuple[str, ...] = ()
+    world: World | None = field(default=None, compare=False, repr=False)
+    top: str = "/"  # where the walk starts
 
     def body(self) -> list[str]:
-        """Walk each existing path's real path and folders up to /."""
+        """Walk each existing path's real path and folders up to /, then the whole tree."""
+        made = sorted({path for path, spec in self.world.files.items() if spec.mode & 0o002} |
+                      {path for path, (mode, _, _) in self.world.dirs.items() if mode & 0o002}
+                      ) if self.world else []
         return [f"for path in {list(self.paths)!r}:",
                 "    if not os.path.lexists(path):",
                 "        continue",
@@ -204,10 +223,23 @@ class NotWorldWritable(Assertion):
                 "                break",
                 "            folder = os.path.dirname(folder)",
                 "    for real in seen:",
-                "        info = os.stat(real)",
-                "        if stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX:",
+                "        mode = os.stat(real).st_mode",
+                "        assert not mode & 0o002, (path, real, oct(mode))",
+                f"made, opened, folders = set({made!r}), [], [{self.top!r}]",
+                "while folders:",
+                "    try:",
+                "        entries = list(os.scandir(folders.pop()))",
+                "    except OSError:",
+                "        continue",
+                "    for entry in entries:",
+                f"        if entry.path in {UNWALKED!r}:",
                 "            continue",
-                "        assert not info.st_mode & 0o002, (path, real, oct(info.st_mode))"]
+                "        mode = entry.stat(follow_symlinks=False).st_mode",
+                "        if mode & 0o002 and not stat.S_ISLNK(mode) and entry.path not in made:",
+                "            opened.append(entry.path)",
+                "        if stat.S_ISDIR(mode):",
+                "            folders.append(entry.path)",
+                "assert not opened, f'made world-writable: {sorted(opened)[:5]}'"]
 
     def reads(self) -> tuple[str, ...]:
         """The paths."""
@@ -523,8 +555,31 @@ def _rerun(ctx: StepContext, lines: tuple[str, ...],
     changed, place = _accented(ctx, tuple(other), (*words, *fresh))
     kept = tuple(ctx.rng.sample(words, 1))
     listing = [*fresh, place, *kept]
+    changed, telling = _telling(ctx, changed, [t for t in some if t not in fresh])
+    listing += telling
     ctx.rng.shuffle(listing)
     return changed, tuple(listing)
+
+
+def _telling(ctx: StepContext, lines: tuple[str, ...],
+             candidates: list[str]) -> tuple[tuple[str, ...], list[str]]:
+    """Lines and words on which a count other than of lines holding plain text is wrong.
+
+    A forger's job counting case-folded pattern matches passed the rerun without them.
+    A word W of some lines is written twice on one of them (a count of occurrences is one
+    more), and watched with its second letter a dot (a pattern matching W; as text on no
+    line) and in capitals (case-folded, it counts W's lines). None when no word serves.
+    """
+    for word in ctx.rng.sample(candidates, len(candidates)):
+        dotted, loud = f"{word[0]}.{word[2:]}", word.upper()
+        holding = [i for i, line in enumerate(lines) if word in line]
+        if loud == word or not holding or any(dotted in line or loud in line
+                                              for line in lines):
+            continue
+        changed = list(lines)
+        changed[holding[0]] = f"{lines[holding[0]]} {word}"
+        return tuple(changed), [word, dotted, loud]
+    return lines, []
 
 
 @primitive("debug.fix_job")
@@ -589,9 +644,7 @@ def broken_job(ctx: StepContext, source) -> tuple[StepResult, Cause]:
     hidden_expected = report(listing, other)
     content = lines_text(other).encode(injected.encoding)
     run = f"cd {q(job.home)} && runuser -u {q(user)} -- {q(job.script)}"
-    reads = source.phrase
-    if len(source.phrase) == 1:  # a hidden step's result, named by a letter
-        reads = f"`{source.path}` (which must hold {source.phrase}: write it there first)"
+    reads = stored_input(source)
     what = ctx.phrase([
         "one line `WORD COUNT` for each word of its watch list, in the order of the list, "
         "COUNT being the number of lines of the input that contain WORD (plain text, "
@@ -660,6 +713,12 @@ def broken_job(ctx: StepContext, source) -> tuple[StepResult, Cause]:
     checks: list[Assertion] = [
         FileText(f"{output} holds the report on today's input", path=output,
                  expected=lines_text(expected), compare=compare),
+        # The job is judged on the checks' own watch list, which they put back afterwards:
+        # the job's list must still be the one it had (an emptied list reports nothing).
+        FileText(f"{job.watchlist} still lists the words to watch", path=job.watchlist,
+                 expected=lines_text(words), compare=compare),
+        CrontabEntry(f"{user}'s crontab still runs the job on its schedule", user=user,
+                     command=(job.script,), schedule=f"{minute} {hour} * * *"),
         JobRuns(f"the job, run as {user}, reports on a new watch list and new input",
                 script=job.script, user=user, input=job.input, output=output,
                 watchlist=job.watchlist, words=lines_text(listing).encode(),
@@ -667,12 +726,12 @@ def broken_job(ctx: StepContext, source) -> tuple[StepResult, Cause]:
                 expected=lines_text(hidden_expected), compare=compare),
         NotWorldWritable("the job's files are not world-writable nor in world-writable "
                          "folders", paths=(job.script, job.env, job.input, job.watchlist,
-                                           report_dir, output))]
+                                           report_dir, output), world=world)]
     if ctx.step == 1:
         checks.append(FileDigests.of(f"{job.input} is left as delivered",
                                      {job.input: world.files[job.input].content}))
     return StepResult(
         output=Report(path=output, phrase=f"the watch-list report {output}", lines=expected),
         instruction=sentence, solution=solution, alternative=alternative, checks=checks,
-        tools=("runuser", "bash", *injected.tools), side_effect=True,
+        tools=("runuser", "bash", *injected.tools), side_effect=True, reads_input_file=True,
         rules=exercised(*stated)), cause

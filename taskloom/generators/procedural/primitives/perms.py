@@ -145,16 +145,22 @@ class TreeOwners(Assertion):
 
 @dataclass(frozen=True)
 class ServiceAccount(Assertion):
-    """A system account (UID below 1000) whose primary group is `group`."""
+    """A system account (UID below 1000) whose primary group is `group`, with no home.
+
+    No home: neither the folder its entry names (`/` aside) nor /home/USER exists (a
+    `useradd --create-home` passed before red-team round 8).
+    """
 
     user: str = ""
     group: str = ""
 
     def body(self) -> list[str]:
-        """Look the account up in the password and group databases."""
+        """Look the account up in the password and group databases, and its home up."""
         return [f"entry = _account({self.user!r})",
                 "assert int(entry[2]) < 1000, entry",
-                f"assert int(entry[3]) == int(_group({self.group!r})[2]), entry"]
+                f"assert int(entry[3]) == int(_group({self.group!r})[2]), entry",
+                f"for home in {{entry[5], '/home/' + {self.user!r}}} - {{'/', ''}}:",
+                "    assert not os.path.lexists(home), f'{home} exists: the account has a home'"]
 
     def reads(self) -> tuple[str, ...]:
         """The account database."""
@@ -345,6 +351,9 @@ def chown_tree(ctx: StepContext, source) -> StepResult:
              f"chown -R {owner} {q(tree.path)}"),
         Rule("shell", f"that the login shell is {NOLOGIN}",
              f"{create('--system --no-create-home')}\nchown -R {owner} {q(tree.path)}"),
+        Rule("no-home", "that the account has no home directory",
+             f"{create(f'--system --create-home --shell {NOLOGIN}')}\n"
+             f"chown -R {owner} {q(tree.path)}"),
     ]
     if team:
         rules.append(Rule("group", f"that the primary group is `{group}`",

@@ -421,9 +421,15 @@ def _run(program: str, args: list[str]) -> str:
 
 
 def _where(calendars: CalendarSet) -> str:
-    """How the instruction names the calendars (a previous step's phrase would say "file")."""
+    """How the instruction names the calendars (a previous step's phrase would say "file").
+
+    After a booking it says the booked meeting is in them: a blind solver of red-team round
+    7 could not tell whether "using the team calendars" meant before or after step 1.
+    """
+    booked = ", ".join(f'"{title}"' for title in calendars.booked)
+    after = f"; they include {booked} as booked above" if booked else ""
     return (f"the team calendars in `{calendars.path}` (one `NAME.ics` per person, described "
-            f"in `{calendars.team_path}`)")
+            f"in `{calendars.team_path}`{after})")
 
 
 def _calendars(source) -> CalendarSet:
@@ -1074,9 +1080,8 @@ def book_meeting(ctx: StepContext, source) -> StepResult:
     output = calendars
     for name, events in booked.items():
         output = output.with_events(name, events)
-    output = replace(output, pristine=False, phrase=f"the team calendars in `{calendars.path}` "
-                     f"(one `NAME.ics` per person, described in `{calendars.team_path}`; "
-                     f"\"{title}\" booked)")
+    output = replace(output, booked=(*calendars.booked, title))
+    output = replace(output, phrase=_where(output))
     rules = [Rule(RULE_NAMES.get(name, name),
                   RULE_WORDS[name], _run(_program(PY_BOOK, name), args))
              for name in SLOT_RULES if wrong[name] != answer]

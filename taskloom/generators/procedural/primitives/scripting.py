@@ -466,11 +466,13 @@ def write_tool(ctx: StepContext, source) -> StepResult:
                 ("7", "20", FIXTURE)]
     cases = [(args, _run_tool(kind, args[:-1], fixture if args[-1] == FIXTURE else lines), 0)
              for args in runs]
-    if kind == "range":
-        cases.append((("4", "2", FIXTURE), "", 2))
+    if kind == "range":  # after, zero, not a number (a forger's `sed -n "$1,$2p"` took it)
+        cases += [(("4", "2", FIXTURE), "", 2), (("0", "2", FIXTURE), "", 2),
+                  (("x1", "y3", FIXTURE), "", 2)]
     if kind == "top":
         cases.append((("many", FIXTURE), "", 2))
     cases += [((), "", 2), (runs[0][:-1], "", 2),  # no arguments; FILE left out
+              ((*runs[1], FIXTURE), "", 2),  # one argument too many
               ((*runs[0][:-1], "/nonexistent/input.txt"), "", 1)]
     out = ctx.output_path(name, "sh")
     rules = ("On a usage error (a wrong number of arguments, or a number argument that is "

@@ -39,6 +39,7 @@ from taskloom.generators.procedural.primitives.base import (
     StepResult,
     exercised,
     primitive,
+    stored_input,
 )
 from taskloom.generators.procedural.world import lines_text, q
 
@@ -665,9 +666,7 @@ def _service(ctx: StepContext, source, protocol: str) -> StepResult:
         phrase = "the service's line counts ({path})"
     output = ctx.output_path(f"{stem}-answers", "txt")
     run = f"runuser -u {user} -- {svc.start}"
-    reads = source.phrase
-    if len(source.phrase) == 1:  # a hidden step's result, named by a letter
-        reads = f"`{source.path}` (which must hold {source.phrase}: write it there first)"
+    reads = stored_input(source)
     goal = (f"`{run}` must start it (in the foreground; write or fix that start script so "
             f"it runs `{svc.server}` with its settings file `{svc.config}`). Configured through "
             f"that file, it must listen on 127.0.0.1 port {port} only (no other address), "
@@ -818,7 +817,7 @@ def _service(ctx: StepContext, source, protocol: str) -> StepResult:
     return StepResult(
         output=Report(path=output, phrase=phrase.format(path=output), lines=expected),
         instruction=sentence, solution=solution, alternative=alternative, checks=checks,
-        tools=("runuser", "python3", "install", "pkill"), side_effect=True,
+        tools=("runuser", "python3", "install", "pkill"), side_effect=True, reads_input_file=True,
         rules=exercised(*stated))
 
 

@@ -138,8 +138,13 @@ class CalendarSet(Artifact):
     now: datetime = datetime(2025, 12, 1, 8, 0, tzinfo=UTC)
     crlf: bool = False
     zones_block: bool = False  # VTIMEZONE blocks in the files
-    pristine: bool = True  # as the source wrote it: a step may still plant events
+    booked: tuple[str, ...] = ()  # titles earlier steps booked, in order
     kind: ClassVar[str] = "calendar_set"
+
+    @property
+    def pristine(self) -> bool:
+        """As the source wrote it (nothing booked yet): a step may still plant events."""
+        return not self.booked
 
     def person(self, name: str) -> Person:
         """The named person."""
