@@ -35,7 +35,10 @@ class BwrapSession(Session):
         if isinstance(runnable, str):
             raise SandboxError(f"the bwrap sandbox cannot make this environment: {runnable}",
                                fix="run the task with Harbor's docker environment")
-        super().__init__(runnable)
+        # The image's ENV under the task's, as a container gets it: commands run by name
+        # (Harbor's `bash -c`) are found on the image's PATH, as in Docker.
+        super().__init__(runnable.model_copy(update={"env": {**runtime.rootfs.env,
+                                                             **runnable.env}}))
         self.runtime = runtime
         self.directory = runtime.home / f"session-{next(_SESSIONS)}"
         self._sandbox: Sandbox | None = None
