@@ -22,7 +22,7 @@ from taskfactory import make_task
 import taskloom.sandbox.bwrap_runtime as bwrap_module
 from taskloom.models import TaskFile
 from taskloom.sandbox import bwrap_host, cgroups, mounts, rootfs, seccomp
-from taskloom.sandbox.base_image import BASE_IMAGE
+from taskloom.sandbox.base_image import BASE_IMAGE, IMAGE_PATH
 from taskloom.sandbox.bwrap_host import STATE_ROOT, process_name
 from taskloom.sandbox.bwrap_runtime import BwrapRuntime
 from taskloom.sandbox.policy import PIDS_LIMIT
@@ -375,7 +375,7 @@ def test_rootfs_export_from_docker(tmp_path):
     assert (found.path / "usr/bin/python3").exists()
     assert not (found.path / ".dockerenv").exists()
     assert "localhost" in (found.path / "etc/hosts").read_text()
-    assert found.env["PATH"].startswith("/usr/local/sbin")
+    assert found.env["PATH"] == IMAGE_PATH  # the image's own, system folders first
     name = rootfs.folder_name(BASE_IMAGE)
     assert sorted(p.name for p in tmp_path.iterdir()) == [name, f"{name}.json"]
 
