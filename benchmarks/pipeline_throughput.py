@@ -19,8 +19,8 @@ from /proc/stat), then where those core-seconds go:
   (writing their folders again);
 - by phase kind (nop, oracle, alternative, mutation, probe): the CPU of each phase's
   commands inside the sandbox, as its driver counts them (the processes' user and system
-  time), over the same sample; the rest of validation is sandbox setup, the in-place resets
-  and the host's side.
+  time), over the same sample, and the part of it their runs of test.sh took; the rest of
+  validation is sandbox setup, the in-place resets and the host's side.
 """
 
 from __future__ import annotations
@@ -84,8 +84,12 @@ class Recording:
         return result
 
 
-def validation_cpu(config, folders: list[Path]) -> tuple[float, Counter]:
-    """Machine CPU of validating `folders` alone, and the sandbox commands' CPU by phase kind."""
+def validation_cpu(config, folders: list[Path]) -> tuple[float, Counter, Counter]:
+    """Machine CPU of validating `folders` alone, and the sandbox commands' CPU by phase kind.
+
+    Also the part of each kind's that its runs of test.sh took (the checks, the verifier's
+    sweep and guard).
+    """
     tasks = [read_task_folder(folder) for folder in folders]
     runtime = stages.process_runtime(config.runtime)
     recording = Recording(runtime)
@@ -95,11 +99,14 @@ def validation_cpu(config, folders: list[Path]) -> tuple[float, Counter]:
         validate_task(task, recording, config.validation)
     cpu = busy_cpu_seconds() - cpu
     kinds: Counter = Counter()
+    tests: Counter = Counter()
     for trial in recording.trials:
         for phase in trial.phases:
             kind = PHASE_KINDS.get(phase.name.split("-")[0], phase.name)
-            kinds[kind] += sum(outcome.cpu_seconds for _, _, outcome in commands(phase))
-    return cpu, kinds
+            for _, script, outcome in commands(phase):
+                kinds[kind] += outcome.cpu_seconds
+                tests[kind] += outcome.cpu_seconds if script == "test.sh" else 0.0
+    return cpu, kinds, tests
 
 
 def filter_cpu(config, tasks: list, tmp: Path) -> float:
@@ -193,7 +200,7 @@ def main() -> None:
             folders = sorted(p for p in (run / "tasks").iterdir() if p.is_dir())
             sample = folders[:args.sample]
             plan, generate = planning_cpu(config, run, summary.items)
-            validate, kinds = validation_cpu(config, sample)
+            validate, kinds, tests = validation_cpu(config, sample)
             tasks = [read_task_folder(folder) for folder in folders]
             corpus = filter_cpu(config, tasks, Path(tmp) / f"{runtime}-filter")
             export = export_cpu(tasks, Path(tmp) / f"{runtime}-export")
@@ -205,6 +212,8 @@ def main() -> None:
             print("        core-s per task by phase kind (sandbox commands): " + shown(
                 dict(kinds.most_common()), len(sample)) + "; setup, resets and the host "
                 f"{(validate - inside) / len(sample):.3f}", flush=True)
+            print("        of which their runs of test.sh: " + shown(
+                {kind: tests[kind] for kind, _ in kinds.most_common()}, len(sample)), flush=True)
         floor = floor_rate(docker_client(), folders[:args.floor_tasks], workers=args.workers,
                            repeats=config.validation.repeats)
     print(f"sandbox floor (docker)   : {floor:6.1f} tasks/min")

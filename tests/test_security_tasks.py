@@ -137,6 +137,20 @@ def test_the_scrub_and_purge_drafts_are_deterministic():
         assert [f.content for f in one.task.tests] == [f.content for f in two.task.tests]
 
 
+@pytest.mark.parametrize("path", [("security.scrub_secrets", "files.find_by_extension"),
+                                  ("security.rotate_credential", "files.find_large"),
+                                  ("security.purge_git_secret", "git.file_history")])
+def test_the_scan_of_the_whole_system_is_the_last_check_a_wrong_solution_reaches(path):
+    # A run meant to earn 0 stops at its first failure: a mutant of the later step failed
+    # its own check only after the ~1 s scan, most of a mutant's test run.
+    draft = ProceduralGenerator(GRAPH).generate(blueprint_for(GRAPH, path, seed=2))
+    source = "".join(f.content.decode() for f in draft.task.tests if f.path.endswith(".py"))
+    checks = re.findall(r"^def (test_\w+)\(\):\n    (\".*\")", source, re.MULTILINE)
+    scans = [name for name, label in checks if "nor a copy elsewhere" in label]
+    assert len(scans) == 1 and len(checks) > 2, checks
+    assert checks[-1][0] == scans[0], checks
+
+
 def test_the_checks_read_what_they_claim():
     assert SecretsAbsent("x", root="/a/b", secrets=("s",)).reads() == ("/a/b",)
     assert SecretsAbsent("x", root="/a/b/c", secrets=("s",),

@@ -20,7 +20,7 @@ import re
 from taskloom.errors import NoDraft
 from taskloom.generators.procedural.artifacts import Artifact
 from taskloom.generators.procedural.briefing import opening
-from taskloom.generators.procedural.checks import Assertion, render_tests
+from taskloom.generators.procedural.checks import Assertion, render_tests, running_order
 from taskloom.generators.procedural.domains import domain as get_domain
 from taskloom.generators.procedural.primitives import PRIMITIVES, SOURCES
 from taskloom.generators.procedural.primitives.base import Rule, StepContext, StepResult
@@ -136,6 +136,7 @@ def assemble(blueprint: Blueprint, graph: SkillGraph, attempt: int = 0) -> Assem
         words = (word for step in steps for word in demands(results[step],
                                                             difficulty.specification))
         checks.append(dataclasses.replace(check, demands=tuple(dict.fromkeys(words))))
+    checks = running_order(checks)
     uncited = [c.label for c in checks if not all(quote in instruction for quote in c.demands)]
     if uncited:
         raise TypeError(f"the check {uncited[0]!r} cites words the instruction does not show")

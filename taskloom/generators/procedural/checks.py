@@ -22,7 +22,7 @@ import json
 import posixpath
 import re
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import ClassVar, Literal
 
 from taskloom import pysource
 from taskloom.sandbox.base_image import IMAGE_PATH
@@ -298,6 +298,9 @@ class Assertion:
     label: str  # what it verifies, e.g. "errors.txt holds the ERROR lines"
     # The instruction's words that demand it: its step's sentence, then the step's notes.
     demands: tuple[str, ...] = field(default=(), kw_only=True)
+    # It walks or reads far more than the files a step names (a scan of the whole system):
+    # rendered after the others (`running_order`).
+    costly: ClassVar[bool] = False
 
     def body(self) -> list[str]:
         """Lines of the test function body."""
@@ -677,6 +680,17 @@ class UsersExist(Assertion):
 
     def reads(self) -> tuple[str, ...]:
         return ACCOUNT_FILES
+
+
+def running_order(checks: list[Assertion]) -> list[Assertion]:
+    """The checks as the task runs them: the costly ones last, each group in its order.
+
+    A run meant to earn 0 (nop, mutants, probes) stops at its first failure
+    (TASKLOOM_FIRST_FAILURE), and a wrong solution mostly fails a cheap check: a secret scan
+    of the whole system (~1 s) run before that check was most of a mutant's test run. A run
+    that earns 1 runs every check, in either order.
+    """
+    return sorted(checks, key=lambda check: check.costly)
 
 
 def render_tests(checks: list[Assertion], accounts: tuple[dict, dict]) -> str:

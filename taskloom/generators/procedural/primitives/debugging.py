@@ -25,6 +25,7 @@ import posixpath
 import re
 import tarfile
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import Report, TextFile
@@ -205,6 +206,7 @@ class NotWorldWritable(Assertion):
     paths: tuple[str, ...] = ()
     world: World | None = field(default=None, compare=False, repr=False)
     top: str = "/"  # where the walk starts
+    costly: ClassVar[bool] = True  # the walk
 
     def body(self) -> list[str]:
         """Walk each existing path's real path and folders up to /, then the whole tree."""

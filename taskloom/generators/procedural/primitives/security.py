@@ -49,6 +49,7 @@ import re
 import string
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import ClassVar
 
 from taskloom.errors import Misplaced, NotApplicable
 from taskloom.generators.procedural.artifacts import Commit, FileTree, GitRepo, TreeFile
@@ -620,6 +621,7 @@ class SecretsAbsent(Assertion):
     root: str = ""
     secrets: tuple[str, ...] = ()
     places: tuple[str, ...] = ()
+    costly: ClassVar[bool] = True  # every file below the places, decoded
 
     def body(self) -> list[str]:
         """Scan the root, then the places."""
