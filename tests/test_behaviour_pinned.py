@@ -107,8 +107,13 @@ TASKLOOM = [sys.executable, "-m", "taskloom.cli"]
 # account has no home; the booking a later step sees is named.
 # Then (two runs, same values, the same 30 tasks from 33-35 items) the costly checks (the
 # secret scan, the world-writable walk) render after the others.
-TASKS_DIGEST = "7f796f7d4b72aee4088a6889e495efb4edc71426829905c25a29852a255d5fe4"
-HF_EXPORT_DIGEST = "192d69ee3caa82dc2fec50871b1c2082fc91bbbc1ddb053465df25cb82fde86a"
+# Then (two runs, same values, the same 30 tasks from 32-35 items) the checks that run the
+# agent's code (a job, a tool, a service) render after every check that only reads; the
+# world-writable walk goes below /tmp, /var/tmp, /dev and /run too and reads every folder a
+# job file's links pass through; a debug job is rerun with its crontab's variables, under
+# its SHELL; a crontab holding characters cron reads otherwise than Python fails.
+TASKS_DIGEST = "1a143bea3b0eb41ad092a30df0e393e49821559083d68dfb16a7d1621cb0b731"
+HF_EXPORT_DIGEST = "b794ca10917a34d5560b632e049d85916359a2e09bc4d3c4a6464d16157b62ca"
 
 
 def test_main_job_dataset_and_hf_export_are_unchanged(tmp_path):

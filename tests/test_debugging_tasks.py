@@ -9,6 +9,7 @@ a seed gives the same task every time.
 
 from __future__ import annotations
 
+import os
 import random
 import re
 import shutil
@@ -283,6 +284,9 @@ def test_the_world_writable_check_follows_links_and_folders(closed_home):
     assert not passes(closed / "linked.sh")
     assert not passes(tmp_path / "linked.sh")
     assert not passes(open_dir / "job.sh")
+    (open_dir / "hop").symlink_to(closed / "job.sh")  # a link between, in an open folder
+    (closed / "chain.sh").symlink_to(open_dir / "hop")
+    assert not passes(closed / "chain.sh")
     shared = closed / "shared.txt"  # anything else made world-writable, but what the task made so
     shared.write_text("x")
     shared.chmod(0o666)
@@ -350,3 +354,131 @@ def test_the_shipped_job_fails_in_the_sandbox_and_the_reference_fix_mends_it(bwr
         log = phase_log(bwrap_runtime.run(plan).phases[0])
         assert "shipped: exit 0" not in log and "shipped: exit" in log, (name, log)
         assert "fixed: exit 0" in log, (name, log)
+
+
+def test_the_world_writable_walk_goes_below_the_folders_open_to_anyone(closed_home,
+                                                                       monkeypatch):
+    """A sticky folder the image opens to anyone (like /var/tmp) is no finding itself, but
+    what lies below it is walked: a job that exec'd its code from a 0777 folder in /var/tmp
+    earned 1 while those folders were skipped (forger)."""
+    from taskloom.generators.procedural.primitives import debugging
+
+    top = closed_home / "root"
+    shared = top / "var-tmp"
+    shared.mkdir(parents=True)
+    top.chmod(0o755)
+    shared.chmod(0o1777)
+    monkeypatch.setattr(debugging, "OPEN_FOLDERS", (str(shared),))
+    namespace: dict = {}
+    exec(HEADER, namespace)
+
+    def passes() -> bool:
+        body = NotWorldWritable("t", paths=(), top=str(top)).body()
+        try:
+            exec("\n".join(body), namespace)
+        except AssertionError:
+            return False
+        return True
+
+    assert passes()
+    hidden = shared / "jobs"
+    hidden.mkdir()
+    hidden.chmod(0o777)
+    assert not passes()
+    hidden.chmod(0o755)
+    (hidden / "impl.sh").write_text("x")
+    (hidden / "impl.sh").chmod(0o777)
+    assert not passes()
+    (hidden / "impl.sh").chmod(0o755)
+    os.mkfifo(hidden / "pipe", 0o666)  # no file the job could run: like /dev's devices
+    os.chmod(hidden / "pipe", 0o666)
+    assert passes()
+    shared.chmod(0o777)  # no longer sticky: anyone may rename what others put there
+    assert not passes()
+
+
+def test_the_harness_folders_are_not_walked_but_what_lies_beside_them_is(closed_home,
+                                                                          monkeypatch):
+    """What lies in the harness's folders is the harness's (Harbor's environments make /logs
+    and its folders 0777); beside them the walk goes on."""
+    from taskloom.generators.procedural.primitives import debugging
+
+    top = closed_home / "root"
+    harness = top / "logs"
+    (harness / "session").mkdir(parents=True)
+    top.chmod(0o755)
+    harness.chmod(0o777)
+    (harness / "session").chmod(0o777)
+    monkeypatch.setattr(debugging, "UNWALKED", (str(harness),))
+    namespace: dict = {}
+    exec(HEADER, namespace)
+    body = "\n".join(NotWorldWritable("t", paths=(), top=str(top)).body())
+    exec(body, namespace)
+    (top / "cache").mkdir()
+    (top / "cache").chmod(0o777)
+    with pytest.raises(AssertionError, match="made world-writable"):
+        exec(body, namespace)
+
+
+def test_the_job_runs_after_every_check_that_reads_the_state_it_may_change():
+    """The job is the agent's code: run before the world-writable check, a job that began
+    with `chmod go-w "$0"` mended its own modes before they were read (forger)."""
+    draft = ProceduralGenerator(GRAPH).generate(blueprint_for(GRAPH, ("debug.fix_job",),
+                                                              seed=3))
+    source = "".join(f.content.decode() for f in draft.task.tests if f.path.endswith(".py"))
+    checks = re.findall(r"^def (test_\w+)\(\):\n    \"(.*)\"", source, re.MULTILINE)
+    runs = [name for name, label in checks if label.startswith("the job, run as")]
+    assert len(runs) == 1 and len(checks) > 2, checks
+    assert checks[-1][0] == runs[0], checks
+
+
+@pytest.mark.bwrap
+def test_a_job_that_mends_its_own_modes_or_cron_cannot_run_earns_nothing(bwrap_runtime):
+    """The reference fix earns 1; the same fix, with the job's script left world-writable
+    but mending itself when run, with the job's code moved to an open folder in /var/tmp,
+    or with a crontab whose SHELL keeps cron from running the job, earns 0 (forger)."""
+    from taskloom.config import ValidationConfig
+    from taskloom.sandbox.trial import Phase
+    from taskloom.validators.engine import plan_trial
+    from taskloom.validators.protocol import TrialPart
+
+    draft = ProceduralGenerator(GRAPH).generate(blueprint_for(GRAPH, ("debug.fix_job",),
+                                                              seed=3))
+    task = draft.task
+    source = "".join(f.content.decode() for f in task.tests if f.path.endswith(".py"))
+    user, script = re.search(r"user, script = '([^']+)', '([^']+)'", source).groups()
+    fix = task.file("solution", "solve.sh").content.decode()
+    wrapper = "#!/bin/bash\\nexec /var/tmp/jobs/impl.sh \"$@\"\\n"
+    forged = {
+        "reference": fix,
+        "mends-itself": fix + f"sed -i '2i chmod go-w \"$0\"' {script}\n"
+                              f"chown {user} {script}\nchmod 0777 {script}\n",
+        "open-code": fix + "mkdir -m 0777 /var/tmp/jobs\n"
+                           f"cp {script} /var/tmp/jobs/impl.sh\n"
+                           "chmod 0777 /var/tmp/jobs/impl.sh\n"
+                           f"printf '{wrapper}' > {script}\n",
+        # cron runs the entry with the variables set above it: this SHELL never runs it.
+        "cron-cannot-run-it": fix + f"crontab -u {user} -l > /root/table\n"
+                                    f"{{ echo SHELL=/usr/sbin/nologin; cat /root/table; }}"
+                                    f" | crontab -u {user} -\n",
+        # cron ends a line at a newline only: for cron this SHELL is part of a comment.
+        "carriage-return": fix + f"crontab -u {user} -l > /root/table\n"
+                                 "printf '#\\rSHELL=/usr/sbin/nologin\\n' | "
+                                 f"cat - /root/table > /var/spool/cron/crontabs/{user}\n",
+        # A comment after the command is none, for the shell cron runs it with.
+        "comment-after": fix + f"crontab -u {user} -l | sed '/^[0-9]/s/$/  # nightly/' | "
+                               f"crontab -u {user} -\n",
+        # A variable set below the entry is not the entry's: still a working job.
+        "variable-below": fix + f"crontab -u {user} -l > /root/table\n"
+                                f"{{ echo 'MAILTO=\"\"'; cat /root/table; echo PATH=/none; }}"
+                                f" | crontab -u {user} -\n",
+    }
+    part = TrialPart(phases=tuple(Phase(name=name, solution=name) for name in forged),
+                     solutions={name: (TaskFile(path="solve.sh", content=text.encode(),
+                                                mode=0o755),)
+                                for name, text in forged.items()})
+    plan, _ = plan_trial(task, ValidationConfig(), [part])
+    rewards = {phase.name: phase.reward for phase in bwrap_runtime.run(plan).phases}
+    assert rewards == {"reference": 1.0, "mends-itself": 0.0, "open-code": 0.0,
+                       "cron-cannot-run-it": 0.0, "carriage-return": 0.0,
+                       "comment-after": 1.0, "variable-below": 1.0}, rewards

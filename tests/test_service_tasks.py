@@ -323,6 +323,13 @@ mv {config} /etc/.{name}.real.ini
 cp {config}.shipped {config}
 sed -i 's#--config {config}#--config /etc/.{name}.real.ini#' /usr/local/bin/start-{name}
 """,
+    # The log folder left open to anyone, and the start script (the service user's, who
+    # owns the folder) closes it before the service starts: the check read it only after.
+    "folder-mended-at-start": """
+{setup}
+sed -i '2i chmod 755 {log_dir}' /usr/local/bin/start-{name}
+chmod 0777 {log_dir}
+""",
 }
 
 # Other right solutions: each must earn the reward.
@@ -374,6 +381,7 @@ def test_forgeries_earn_nothing_and_the_reference_earns_the_reward(bwrap_runtime
               "config": solve.split("cat > ", 1)[1].split(" ", 1)[0],
               "log": solve.split("[log]\nfile = ", 1)[1].split("\n", 1)[0],
               "version": version, "paths": "/healthz /lines /admin"}
+    values["log_dir"] = values["log"].rsplit("/", 1)[0]
     # The settings file as shipped, kept aside before the setup overwrites it.
     setup = f"cp {values['config']} {values['config']}.shipped\n{setup}"
     scripts = {"reference": solve}

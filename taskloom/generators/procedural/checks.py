@@ -299,8 +299,11 @@ class Assertion:
     # The instruction's words that demand it: its step's sentence, then the step's notes.
     demands: tuple[str, ...] = field(default=(), kw_only=True)
     # It walks or reads far more than the files a step names (a scan of the whole system):
-    # rendered after the others (`running_order`).
+    # rendered after the others that only read (`running_order`).
     costly: ClassVar[bool] = False
+    # It runs code the agent wrote or mended (a job, a tool, a service): rendered after every
+    # check that only reads, so that code cannot change what they read (`running_order`).
+    executes: ClassVar[bool] = False
 
     def body(self) -> list[str]:
         """Lines of the test function body."""
@@ -441,6 +444,7 @@ class ToolRuns(Assertion):
     cases: tuple[tuple[tuple[str, ...], str | None, int], ...] = ()  # (args, stdout, code)
     fixtures: tuple[tuple[str, str], ...] = ()  # (path, text) written before the runs
     compare: str = "lines"
+    executes: ClassVar[bool] = True  # the program
 
     def body(self) -> list[str]:
         """Write the fixtures, then run every case and compare output and status."""
@@ -683,14 +687,17 @@ class UsersExist(Assertion):
 
 
 def running_order(checks: list[Assertion]) -> list[Assertion]:
-    """The checks as the task runs them: the costly ones last, each group in its order.
+    """The checks as the task runs them: those that only read, then those that run its code.
 
-    A run meant to earn 0 (nop, mutants, probes) stops at its first failure
+    Each group keeps its order, but the costly checks come last among those that read. The
+    agent's code runs last because it may change what a check reads: a job that began
+    with `chmod go-w "$0"`, or left a detached `chmod` behind, mended its own modes before the
+    world-writable check read them (forger, two rewards of 1). Among the checks that read, a
+    run meant to earn 0 (nop, mutants, probes) stops at its first failure
     (TASKLOOM_FIRST_FAILURE), and a wrong solution mostly fails a cheap check: a secret scan
-    of the whole system (~1 s) run before that check was most of a mutant's test run. A run
-    that earns 1 runs every check, in either order.
+    of the whole system (~1 s) run before that check was most of a mutant's test run.
     """
-    return sorted(checks, key=lambda check: check.costly)
+    return sorted(checks, key=lambda check: (check.executes, check.costly))
 
 
 def render_tests(checks: list[Assertion], accounts: tuple[dict, dict]) -> str:

@@ -33,8 +33,9 @@ DAYS = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Satur
 SYSTEM_USERS = ("root", "www-data", "backup", "nobody")
 CRONTABS = "/var/spool/cron/crontabs"  # where `crontab` keeps every user's table
 
-# Test-side helpers (inlined in the test function): a crontab line as the sets of minutes,
-# hours, days of month, months and weekdays it matches.
+# Test-side helpers (inlined in the test function): a crontab as the cron daemon loads it,
+# a line as the sets of minutes, hours, days of month, months and weekdays it matches, or
+# as the variable it sets.
 _CRON_HELPERS = r'''
 import re
 import shlex
@@ -71,17 +72,24 @@ def times(fields):
     return sets
 
 
+def setting(line):
+    """(name, value) of a crontab line that sets a variable, as cron reads it, or None."""
+    variable = re.match(r"([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)$", line.strip())
+    if not variable:
+        return None
+    value = variable.group(2)
+    if value[:1] in "'\"":
+        assert len(value) > 1 and value[-1] == value[0], line
+        value = value[1:-1]
+    return variable.group(1), value
+
+
 def entries(text):
     """The entries of a crontab; a line cron refuses fails (cron then skips the whole file)."""
     found = []
     for line in text.splitlines():
         line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        variable = re.match(r"[A-Za-z_][A-Za-z0-9_]*\s*=\s*(.*)$", line)
-        if variable:
-            value = variable.group(1)
-            assert value[:1] not in "'\"" or len(value) > 1 and value[-1] == value[0], line
+        if not line or line.startswith("#") or setting(line):
             continue
         if line.startswith("@"):
             macro, _, command = line.partition(" ")
@@ -106,15 +114,23 @@ def loaded(user):
     assert stat.S_IMODE(info.st_mode) == 0o600, f"{path} has mode {oct(info.st_mode)}"
     data = Path(path).read_bytes()
     assert data.endswith(b"\n"), f"{path} does not end with a newline"
-    return data.decode("utf-8", "replace")
+    text = data.decode("utf-8", "replace")
+    # cron ends a line at a newline only and splits words at spaces and tabs only: a carriage
+    # return or a no-break space that Python splits at would hide a line from one reader.
+    odd = sorted({repr(c) for c in text if c not in " \t\n" and
+                  (c.isspace() or not c.isprintable())})
+    assert not odd, f"{path} holds characters cron reads otherwise: {', '.join(odd)}"
+    return text
 '''
+CRON_HELPERS = tuple(line for line in _CRON_HELPERS.strip("\n").split("\n") if line.strip())
 
 
 @dataclass(frozen=True)
 class CrontabEntry(Assertion):
     """A user's crontab runs a command on a schedule, once, and kept its earlier lines.
 
-    The command is compared as shell words, the schedule as the sets of times it matches.
+    The command is compared as shell words (a comment after it is none, as for the shell
+    cron runs it with), the schedule as the sets of times it matches.
     """
 
     user: str = ""
@@ -126,11 +142,12 @@ class CrontabEntry(Assertion):
     def body(self) -> list[str]:
         """Read the crontab as cron loads it, find the entry by its command, compare times."""
         return [
-            *(line for line in _CRON_HELPERS.strip("\n").split("\n") if line.strip()),
+            *CRON_HELPERS,
             f"CRONTABS = {CRONTABS!r}",
             f"text = loaded({self.user!r})",
             "found = entries(text)",
-            f"matching = [e for e in found if shlex.split(e[1]) == {list(self.command)!r}]",
+            "matching = [e for e in found if shlex.split(e[1], comments=True) == "
+            f"{list(self.command)!r}]",
             "assert len(matching) == 1, [e[2] for e in found]",
             "assert matching[0][0] is not None, matching[0][2]",
             f"assert times(matching[0][0]) == times({self.schedule.split()!r}), matching[0][2]",

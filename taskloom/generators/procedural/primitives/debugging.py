@@ -39,7 +39,7 @@ from taskloom.generators.procedural.primitives.base import (
     primitive,
     stored_input,
 )
-from taskloom.generators.procedural.primitives.cron import CrontabEntry
+from taskloom.generators.procedural.primitives.cron import CRON_HELPERS, CRONTABS, CrontabEntry
 from taskloom.generators.procedural.world import DAY, EPOCH_NOW, World, lines_text, q
 
 TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9]{2,}")
@@ -116,8 +116,11 @@ class JobRuns(Assertion):
     The watch list (the file its path resolves to) gets new words, and the job runs on
     today's input; then the input gets new content and the job runs again. Each file is
     written as a new file renamed over the path (same owner, group and mode), so a job that
-    reads another inode sees old content; the job runs with cron's environment from the
-    user's home; afterwards watch list, input and report get their bytes back.
+    reads another inode sees old content; the job runs from the user's home with cron's
+    environment, what the crontab sets before the job's entry included, its SHELL running
+    the command (a crontab whose SHELL or PATH kept cron from ever running the job passed
+    while the check ran the job without them); afterwards watch list, input and report get
+    their bytes back.
     """
 
     script: str = ""
@@ -130,6 +133,7 @@ class JobRuns(Assertion):
     content: bytes = b""  # the new input, in the form the input arrives in
     expected: str = ""  # the report on the new watch list and the new input
     compare: str = "lines"
+    executes: ClassVar[bool] = True  # the job
 
     def body(self) -> list[str]:
         """Swap watch list and input by rename, run the job as the user, compare, restore."""
@@ -137,7 +141,20 @@ class JobRuns(Assertion):
             f"user, script = {self.user!r}, {self.script!r}",
             "entry = _account(user)",
             "uid, gid = int(entry[2]), int(entry[3])",
-            "home = entry[5] if os.path.isdir(entry[5]) else '/'",
+            *CRON_HELPERS,
+            f"CRONTABS = {CRONTABS!r}",
+            "env = {'PATH': " + repr(CRON_PATH) + ", 'SHELL': '/bin/sh', "
+            "'HOME': entry[5] if os.path.isdir(entry[5]) else '/'}",
+            "# cron's environment: what the crontab sets (SHELL, PATH, HOME...) before the "
+            "job's entry, then LOGNAME",
+            "for line in loaded(user).splitlines():",
+            "    if setting(line):",
+            "        env.update([setting(line)])",
+            "    elif [shlex.split(command, comments=True) for _, command, _ in entries(line)] "
+            "== [[script]]:",
+            "        break",
+            "env.update(LOGNAME=user, USER=user)",
+            "home = env['HOME'] if os.path.isdir(env['HOME']) else '/'",
             "groups = os.getgrouplist(user, gid)",
             f"source, report = Path({self.input!r}), Path({self.output!r})",
             "assert source.is_file() and not source.is_symlink(), f'{source} is gone'",
@@ -145,14 +162,13 @@ class JobRuns(Assertion):
             f"assert listing.is_file(), f'the watch list {self.watchlist} is gone'",
             "kept, listed = _stamp(source), _stamp(listing)",
             "before = report.read_bytes() if report.is_file() else None",
-            "env = {'PATH': " + repr(CRON_PATH) + ", 'HOME': home, 'LOGNAME': user, "
-            "'USER': user, 'SHELL': '/bin/sh'}",
             "actual, swapped = [], []",
             "try:",
             f"    for path, data in ((listing, {self.words!r}), (source, {self.content!r})):",
             "        _swap(path, data)",
             "        swapped.append(path)",
-            "        done = subprocess.run([script], capture_output=True, timeout=30, env=env, "
+            "        done = subprocess.run([env['SHELL'], '-c', shlex.quote(script)], "
+            "capture_output=True, timeout=30, env=env, "
             "cwd=home, user=uid, group=gid, extra_groups=groups, "
             "preexec_fn=_no_new_privileges, start_new_session=True)",
             "        stderr = done.stderr.decode('utf-8', 'replace')[-1500:]",
@@ -182,25 +198,32 @@ class JobRuns(Assertion):
         return False
 
 
-# Not walked for world-writable paths: the kernel's, the folders the image opens to anyone
-# (/tmp, /var/tmp, /run/lock), the harness's and the sandbox's own.
-UNWALKED = ("/proc", "/sys", "/dev", "/tmp", "/var/tmp", "/run", "/logs", "/tests", "/solution",
-            "/installed-agent", "/.taskloom")
+# Not walked for world-writable paths: the kernel's views of itself; and neither read nor
+# walked below, the harness's and the sandbox's folders (Harbor's environments make /logs
+# and its folders 0777, an installed agent /installed-agent).
+UNWALKED = ("/proc", "/sys", "/logs", "/tests", "/solution", "/installed-agent", "/.taskloom")
+# The folders the image opens to anyone, sticky (1777): not a finding while they stay
+# sticky, and walked below, like /dev and /run (a job that ran its code from a 0777 folder
+# in /var/tmp, in /run or in /dev passed while they were not walked).
+OPEN_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm", "/dev/mqueue", "/run/lock")
 
 
 @dataclass(frozen=True)
 class NotWorldWritable(Assertion):
     """None of these paths, nor any folder above them, is world-writable.
 
-    Each path that exists is resolved (symlinks followed): the path itself, the file it
-    resolves to, and every folder above either must lack the other-write bit. A sticky
-    folder (like /tmp) counts too: anyone may create a name in it, so a job file moved
-    there behind a link, or a report folder made 1777, is open to every account (red-team
-    round 7 passed both while sticky folders were exempt).
+    Each path that exists is resolved as the kernel does, link by link: the file it
+    resolves to and every folder the resolution reads a name in must lack the other-write
+    bit (a link between, in a folder open to anyone, passed while only the path's and the
+    target's folders were read). A sticky folder (like /tmp) counts too: anyone may create
+    a name in it, so a job file moved there behind a link, or a report folder made 1777, is
+    open to every account (red-team round 7 passed both while sticky folders were exempt).
 
     Nor is anything else made world-writable: a walk of the file system (but `UNWALKED`)
-    finds no world-writable file or folder that the task's `world` did not make so (a home
-    folder made 777 passed red-team round 8).
+    finds no world-writable file or folder that the task's `world` did not make so, but
+    `OPEN_FOLDERS` while they stay sticky (a home folder made 777 passed red-team round 8).
+    Devices, sockets and pipes are no files the job could run or read its settings from:
+    /dev holds devices every account may write.
     """
 
     paths: tuple[str, ...] = ()
@@ -213,21 +236,34 @@ class NotWorldWritable(Assertion):
         made = sorted({path for path, spec in self.world.files.items() if spec.mode & 0o002} |
                       {path for path, (mode, _, _) in self.world.dirs.items() if mode & 0o002}
                       ) if self.world else []
-        return [f"for path in {list(self.paths)!r}:",
+        return ["def through(path):",
+                "    here, names, seen, hops = '/', path.split('/'), [], 0",
+                "    while names:",
+                "        name = names.pop(0)",
+                "        if name in ('', '.'):",
+                "            continue",
+                "        if name == '..':",
+                "            here = os.path.dirname(here)",
+                "            continue",
+                "        seen.append(here)",
+                "        step = os.path.join(here, name)",
+                "        if os.path.islink(step):",
+                "            hops += 1",
+                "            assert hops < 40, f'{path}: too many links'",
+                "            target = os.readlink(step)",
+                "            here = '/' if target.startswith('/') else here",
+                "            names = target.split('/') + names",
+                "        else:",
+                "            here = step",
+                "    return [*seen, here]",
+                f"for path in {list(self.paths)!r}:",
                 "    if not os.path.lexists(path):",
                 "        continue",
-                "    seen = [os.path.realpath(path)]",
-                "    for start in (os.path.dirname(path), seen[0]):",
-                "        folder = os.path.realpath(start)",
-                "        while True:",
-                "            seen.append(folder)",
-                "            if folder == os.path.dirname(folder):",
-                "                break",
-                "            folder = os.path.dirname(folder)",
-                "    for real in seen:",
+                "    for real in through(path):",
                 "        mode = os.stat(real).st_mode",
                 "        assert not mode & 0o002, (path, real, oct(mode))",
-                f"made, opened, folders = set({made!r}), [], [{self.top!r}]",
+                f"made, sticky, opened, folders = set({made!r}), set({list(OPEN_FOLDERS)!r}), "
+                f"[], [{self.top!r}]",
                 "while folders:",
                 "    try:",
                 "        entries = list(os.scandir(folders.pop()))",
@@ -237,9 +273,11 @@ class NotWorldWritable(Assertion):
                 f"        if entry.path in {UNWALKED!r}:",
                 "            continue",
                 "        mode = entry.stat(follow_symlinks=False).st_mode",
-                "        if mode & 0o002 and not stat.S_ISLNK(mode) and entry.path not in made:",
+                "        kind = stat.S_IFMT(mode)",
+                "        if mode & 0o002 and kind in (stat.S_IFREG, stat.S_IFDIR) and "
+                "entry.path not in made and not (entry.path in sticky and mode & stat.S_ISVTX):",
                 "            opened.append(entry.path)",
-                "        if stat.S_ISDIR(mode):",
+                "        if kind == stat.S_IFDIR:",
                 "            folders.append(entry.path)",
                 "assert not opened, f'made world-writable: {sorted(opened)[:5]}'"]
 
@@ -657,7 +695,8 @@ def broken_job(ctx: StepContext, source) -> tuple[StepResult, Cause]:
         "number of input lines containing WORD, plain text, case matters)"])
     files = (f"its script, its settings file {job.env}, the input, the watch list, the "
              "report folder and the report, and whatever they link to")
-    cron_env = "HOME, LOGNAME, SHELL and PATH=/usr/bin:/bin"
+    cron_env = ("HOME, LOGNAME, SHELL=/bin/sh and PATH=/usr/bin:/bin, or what its crontab sets "
+                "instead")
     rules = ctx.phrase([
         f"The checks run the job again that way (as `{user}`, from its home directory, with "
         f"only cron's variables: {cron_env}) with a changed watch list at {job.watchlist}, "
@@ -677,7 +716,7 @@ def broken_job(ctx: StepContext, source) -> tuple[StepResult, Cause]:
         f"Constraints: {job.input} stays untouched; no file or directory may be made "
         f"world-writable, nor may any of the job's files ({files}) live in a world-writable "
         f"directory. The fix is verified by re-running the job as `{user}` (from its home, "
-        f"with just {cron_env} set, as cron does) against a new watch list at "
+        f"with just {cron_env}, as cron does) against a new watch list at "
         f"{job.watchlist} and against today's and fresh content of {job.input} in the same "
         "format, each put in place as a new file, so the job must keep reading those paths, "
         f"keep writing {output} and really compute the report on every run."])

@@ -29,6 +29,7 @@ import json
 import posixpath
 import re
 from dataclasses import dataclass
+from typing import ClassVar
 
 from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import Report, TextFile
@@ -316,7 +317,8 @@ class ServiceAnswers(Assertion):
     minimal environment; once the new port listens, every listening socket on it must be
     bound to 127.0.0.1 (a socket of the user on another port fails at once). Then each
     request gets its expected answer, each leaves a line in the log file, and the log
-    folder belongs to the user and is not world-writable. At the end every process of the
+    folder belongs to the user and is not world-writable, as handed over (when it was there)
+    and after the start (the start could mend it). At the end every process of the
     user is killed and the settings and data files get their bytes back.
     """
 
@@ -328,6 +330,7 @@ class ServiceAnswers(Assertion):
     data: str = ""
     content: bytes = b""
     log: str = ""
+    executes: ClassVar[bool] = True  # the start command and the service
     # (request, expected status, expected body): HTTP requests are GET paths, the body
     # compared as bytes (a JSON body as parsed); TCP requests are command lines, the reply
     # line compared as text, the status the one the log shows.
@@ -415,6 +418,8 @@ class ServiceAnswers(Assertion):
             "kept, times = _stamp(data)",
             "config_kept, config_times = _stamp(config)",
             "before = log.read_bytes() if log.is_file() else b''",
+            "# The folder as handed over, too: the start (the agent's code) could mend it.",
+            "handed = [os.stat(log.parent)] if log.parent.is_dir() else []",
             "assert not [n for _, n, _ in sockets() if n in (stated, port)], "
             "f'something listens on port {stated} before the start'",
             "home = entry[5] if os.path.isdir(entry[5]) else '/'",
@@ -465,10 +470,10 @@ class ServiceAnswers(Assertion):
             "lines = new.decode('utf-8', 'replace').splitlines()",
             f"for request, status, _ in {list(self.requests)!r}:",
             *self._logged(),
-            "folder = os.stat(log.parent)",
-            "assert folder.st_uid == uid and folder.st_gid == gid, "
+            "for folder in (*handed, os.stat(log.parent)):",
+            "    assert folder.st_uid == uid and folder.st_gid == gid, "
             "f'{log.parent} does not belong to {user}:{user}'",
-            "assert not folder.st_mode & 0o002, f'{log.parent} is world-writable'",
+            "    assert not folder.st_mode & 0o002, f'{log.parent} is world-writable'",
         ]
 
     def _talk(self) -> list[str]:
