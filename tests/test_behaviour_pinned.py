@@ -111,9 +111,11 @@ TASKLOOM = [sys.executable, "-m", "taskloom.cli"]
 # agent's code (a job, a tool, a service) render after every check that only reads; the
 # world-writable walk goes below /tmp, /var/tmp, /dev and /run too and reads every folder a
 # job file's links pass through; a debug job is rerun with its crontab's variables, under
-# its SHELL; a crontab holding characters cron reads otherwise than Python fails.
-TASKS_DIGEST = "1a143bea3b0eb41ad092a30df0e393e49821559083d68dfb16a7d1621cb0b731"
-HF_EXPORT_DIGEST = "b794ca10917a34d5560b632e049d85916359a2e09bc4d3c4a6464d16157b62ca"
+# its SHELL; a crontab holding characters cron reads otherwise than Python fails; a
+# crontab command's words are read as sh reads them, and the SHELL and PATH set above an
+# entry must let cron run it.
+TASKS_DIGEST = "afb85888b83cdb6ce74726efd352cf6815784852235b3785a90ae3aea3638416"
+HF_EXPORT_DIGEST = "f790bfe7a0eefbe2cbce90f622c7a16b8ed8ff02b02e6986e81d73f0ea966569"
 
 
 def test_main_job_dataset_and_hf_export_are_unchanged(tmp_path):

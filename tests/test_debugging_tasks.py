@@ -468,6 +468,9 @@ def test_a_job_that_mends_its_own_modes_or_cron_cannot_run_earns_nothing(bwrap_r
         # A comment after the command is none, for the shell cron runs it with.
         "comment-after": fix + f"crontab -u {user} -l | sed '/^[0-9]/s/$/  # nightly/' | "
                                f"crontab -u {user} -\n",
+        # sh runs `job.sh#;true` as one word: no such file (shlex's comments=True cut it).
+        "hash-inside-a-word": fix + f"crontab -u {user} -l | sed '/^[0-9]/s/$/#;true/' | "
+                                    f"crontab -u {user} -\n",
         # A variable set below the entry is not the entry's: still a working job.
         "variable-below": fix + f"crontab -u {user} -l > /root/table\n"
                                 f"{{ echo 'MAILTO=\"\"'; cat /root/table; echo PATH=/none; }}"
@@ -481,4 +484,39 @@ def test_a_job_that_mends_its_own_modes_or_cron_cannot_run_earns_nothing(bwrap_r
     rewards = {phase.name: phase.reward for phase in bwrap_runtime.run(plan).phases}
     assert rewards == {"reference": 1.0, "mends-itself": 0.0, "open-code": 0.0,
                        "cron-cannot-run-it": 0.0, "carriage-return": 0.0,
-                       "comment-after": 1.0, "variable-below": 1.0}, rewards
+                       "hash-inside-a-word": 0.0, "comment-after": 1.0,
+                       "variable-below": 1.0}, rewards
+
+
+@pytest.mark.parametrize(("above", "entry", "passes"), [
+    ("", "5 4 * * * /opt/job.sh", True),
+    ("", "5 4 * * * /opt/job.sh  # nightly", True),
+    ("", "5 4 * * * '/opt/job.sh' '# not a comment'", False),
+    ("", "5 4 * * * /opt/job.sh#;true", False),
+    ("SHELL=/bin/bash\nPATH=/usr/local/bin:/usr/bin:/bin\n", "5 4 * * * /opt/job.sh", True),
+    ("SHELL=/usr/bin/false\n", "5 4 * * * /opt/job.sh", False),
+    ("PATH=/usr/local/bin\n", "5 4 * * * /opt/job.sh", False),
+])
+def test_the_crontab_entry_is_read_as_cron_and_its_shell_run_it(tmp_path, monkeypatch, above,
+                                                                 entry, passes):
+    """The entry's words as sh reads them (a # inside a word is none), under the SHELL and
+    PATH the crontab sets above it (forger: `SHELL=/usr/bin/false`, `job.sh#;other`)."""
+    import pwd
+
+    from taskloom.generators.procedural.primitives import cron
+
+    user = pwd.getpwuid(os.getuid()).pw_name
+    table = tmp_path / user
+    table.write_text(f"{above}{entry}\nPATH=/nowhere\n")
+    table.chmod(0o600)
+    monkeypatch.setattr(cron, "CRONTABS", str(tmp_path))
+    check = cron.CrontabEntry("t", user=user, command=("/opt/job.sh",), schedule="5 4 * * *")
+    namespace: dict = {"IMAGE_USERS": {user: os.getuid()}, "IMAGE_GROUPS": {}}
+    exec(HEADER, namespace)
+    body = "def run():\n" + "\n".join("    " + line for line in check.body())
+    exec(body, namespace)
+    if passes:
+        namespace["run"]()
+    else:
+        with pytest.raises(AssertionError):
+            namespace["run"]()

@@ -32,6 +32,7 @@ from taskloom.generators.procedural.world import lines_text, q
 DAYS = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")
 SYSTEM_USERS = ("root", "www-data", "backup", "nobody")
 CRONTABS = "/var/spool/cron/crontabs"  # where `crontab` keeps every user's table
+SHELLS = ("/bin/sh", "/usr/bin/sh", "/bin/bash", "/usr/bin/bash", "/bin/dash", "/usr/bin/dash")
 
 # Test-side helpers (inlined in the test function): a crontab as the cron daemon loads it,
 # a line as the sets of minutes, hours, days of month, months and weekdays it matches, or
@@ -104,6 +105,30 @@ def entries(text):
     return found
 
 
+def words(command):
+    """A crontab command's words as the shell cron runs it reads them: a # that starts a
+    word outside quotes begins a comment (shlex's comments=True also cut `job.sh#;other`,
+    a word sh runs as it is)."""
+    for cut in [found.start() for found in re.finditer(r"[ \t]#", command)] + [len(command)]:
+        try:
+            return shlex.split(command[:cut])
+        except ValueError:  # the # is inside quotes
+            continue
+    return shlex.split(command)
+
+
+def environment(text, command):
+    """What the crontab sets above the entry running these words: cron gives an entry the
+    variables set before it."""
+    found = {}
+    for line in text.split("\n"):
+        if setting(line):
+            found.update([setting(line)])
+        elif [words(e[1]) for e in entries(line)] == [command]:
+            break
+    return found
+
+
 def loaded(user):
     """The user's crontab as the cron daemon loads it: its own regular file, mode 0600,
     one link, ending in a newline (cron ignores a file that is not), read as bytes."""
@@ -130,7 +155,9 @@ class CrontabEntry(Assertion):
     """A user's crontab runs a command on a schedule, once, and kept its earlier lines.
 
     The command is compared as shell words (a comment after it is none, as for the shell
-    cron runs it with), the schedule as the sets of times it matches.
+    cron runs it with), the schedule as the sets of times it matches. What the crontab sets
+    above the entry leaves cron a shell to run it with and /usr/bin and /bin on its PATH
+    (a `SHELL=/usr/bin/false` above it passed while variables were skipped).
     """
 
     user: str = ""
@@ -146,9 +173,14 @@ class CrontabEntry(Assertion):
             f"CRONTABS = {CRONTABS!r}",
             f"text = loaded({self.user!r})",
             "found = entries(text)",
-            "matching = [e for e in found if shlex.split(e[1], comments=True) == "
-            f"{list(self.command)!r}]",
+            f"command = {list(self.command)!r}",
+            "matching = [e for e in found if words(e[1]) == command]",
             "assert len(matching) == 1, [e[2] for e in found]",
+            "# cron runs the entry with SHELL -c and the PATH set above it",
+            "settings = environment(text, command)",
+            f"assert settings.get('SHELL', '/bin/sh') in {SHELLS!r}, settings['SHELL']",
+            "assert {'/usr/bin', '/bin'} <= set(settings.get('PATH', '/usr/bin:/bin').split(':')), "
+            "settings['PATH']",
             "assert matching[0][0] is not None, matching[0][2]",
             f"assert times(matching[0][0]) == times({self.schedule.split()!r}), matching[0][2]",
             "lines = [line.strip() for line in text.splitlines()]",

@@ -147,12 +147,7 @@ class JobRuns(Assertion):
             "'HOME': entry[5] if os.path.isdir(entry[5]) else '/'}",
             "# cron's environment: what the crontab sets (SHELL, PATH, HOME...) before the "
             "job's entry, then LOGNAME",
-            "for line in loaded(user).splitlines():",
-            "    if setting(line):",
-            "        env.update([setting(line)])",
-            "    elif [shlex.split(command, comments=True) for _, command, _ in entries(line)] "
-            "== [[script]]:",
-            "        break",
+            "env.update(environment(loaded(user), [script]))",
             "env.update(LOGNAME=user, USER=user)",
             "home = env['HOME'] if os.path.isdir(env['HOME']) else '/'",
             "groups = os.getgrouplist(user, gid)",
