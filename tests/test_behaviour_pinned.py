@@ -114,8 +114,14 @@ TASKLOOM = [sys.executable, "-m", "taskloom.cli"]
 # its SHELL; a crontab holding characters cron reads otherwise than Python fails; a
 # crontab command's words are read as sh reads them, and the SHELL and PATH set above an
 # entry must let cron run it.
-TASKS_DIGEST = "afb85888b83cdb6ce74726efd352cf6815784852235b3785a90ae3aea3638416"
-HF_EXPORT_DIGEST = "f790bfe7a0eefbe2cbce90f622c7a16b8ed8ff02b02e6986e81d73f0ea966569"
+# Then (two runs, same values, the same 30 tasks from 32-34 items) a tool runs as a fresh
+# account (a member of an installed command's group), from /tmp, on fixtures whose names
+# hold a space, and is held to every rule of its contract; a mode is checked with no ACL
+# beside it; a crontab's schedule is read as cron reads it (its day fields, its digits),
+# with no variable above the entry that changes how the shell runs it, a step after `*`
+# or a range only, and its command's words split at the shell's operators.
+TASKS_DIGEST = "41134586331e24e83761fa0b400ff37c45a76a49785e6bd288af924f8630e052"
+HF_EXPORT_DIGEST = "5b1dcd023b959e61cefb7ba328c5f2d21b2dc9beb006998d9f26f1e1a2e6c8c3"
 
 
 def test_main_job_dataset_and_hf_export_are_unchanged(tmp_path):

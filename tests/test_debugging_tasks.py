@@ -488,6 +488,46 @@ def test_a_job_that_mends_its_own_modes_or_cron_cannot_run_earns_nothing(bwrap_r
                        "variable-below": 1.0}, rewards
 
 
+@pytest.mark.parametrize(("entry", "stated", "same"), [
+    ("10 20 1-31 * 6", "10 20 * * 6", False),  # cron: the 1st to the 31st, or a Saturday
+    ("10 20 */1 * sat", "10 20 * * 6", True),
+    ("10 20 1-31 * 0-6", "10 20 * * *", True),  # either field: every day
+    ("10 20 1,15 * 1", "10 20 1,15 * *", False),
+    ("1_0 20 * * 6", "10 20 * * 6", None),  # cron reads 1 and stops at the _
+    ("10 20 * * \u0666", "10 20 * * 6", None),  # not an ASCII digit
+    ("mon 20 * * 6", "1 20 * * 6", None),  # a day's name in the minutes
+    ("10 20 * jan SAT", "10 20 * 1 6", True),
+    ("10/1 20 * * 6", "10 20 * * 6", None),  # cron takes a step after * or a range only
+    ("10-10/100 20 * * 6", "10 20 * * 6", True),
+])
+def test_a_schedule_is_read_as_cron_runs_it(entry, stated, same):
+    """Days match either day field unless one starts with `*`; numbers are ASCII digits, and
+    names stand in their own field only (red team: `1-31` and `1_0` passed for `*` and 10)."""
+    from taskloom.generators.procedural.primitives import cron
+
+    namespace: dict = {}
+    exec("\n".join(cron.CRON_HELPERS), namespace)
+    if same is None:
+        with pytest.raises(AssertionError):
+            namespace["times"](entry.split())
+    else:
+        assert (namespace["times"](entry.split()) == namespace["times"](stated.split())) is same
+
+
+def test_a_crontab_command_is_split_into_words_as_sh_splits_it():
+    """An operator outside quotes is a word of its own: sh refuses `access' '(old).log`,
+    which shlex read as the one word the instruction names (red team, round 3)."""
+    from taskloom.generators.procedural.primitives import cron
+
+    namespace: dict = {}
+    exec("\n".join(cron.CRON_HELPERS), namespace)
+    words = namespace["words"]
+    assert words("/x 4 '/var/log/access (old).log'") == ["/x", "4", "/var/log/access (old).log"]
+    assert words("/x 4 /var/log/access' '(old).log") != ["/x", "4", "/var/log/access (old).log"]
+    assert words("/opt/job.sh#;true") == ["/opt/job.sh#", ";", "true"]
+    assert words("/opt/job.sh 'a # b'  # nightly") == ["/opt/job.sh", "a # b"]
+
+
 @pytest.mark.parametrize(("above", "entry", "passes"), [
     ("", "5 4 * * * /opt/job.sh", True),
     ("", "5 4 * * * /opt/job.sh  # nightly", True),
@@ -496,11 +536,19 @@ def test_a_job_that_mends_its_own_modes_or_cron_cannot_run_earns_nothing(bwrap_r
     ("SHELL=/bin/bash\nPATH=/usr/local/bin:/usr/bin:/bin\n", "5 4 * * * /opt/job.sh", True),
     ("SHELL=/usr/bin/false\n", "5 4 * * * /opt/job.sh", False),
     ("PATH=/usr/local/bin\n", "5 4 * * * /opt/job.sh", False),
+    ("SHELLOPTS=noexec\n", "5 4 * * * /opt/job.sh", False),
+    ("BASH_ENV=/root/.cronrc\n", "5 4 * * * /opt/job.sh", False),
+    ("SSH_CLIENT=10.0.0.1 50000 22\n", "5 4 * * * /opt/job.sh", False),  # bash reads .bashrc
+    ("#" + "x" * 1200 + "\n", "5 4 * * * /opt/job.sh", True),  # cron skips any comment
+    ("REPORT_DIR=/srv/reports\nLANG=C.UTF-8\n", "5 4 * * * /opt/job.sh", True),
+    ("", "5 4 * * *" + " " * 1000 + "/opt/job.sh", False),
 ])
 def test_the_crontab_entry_is_read_as_cron_and_its_shell_run_it(tmp_path, monkeypatch, above,
                                                                  entry, passes):
     """The entry's words as sh reads them (a # inside a word is none), under the SHELL and
-    PATH the crontab sets above it (forger: `SHELL=/usr/bin/false`, `job.sh#;other`)."""
+    PATH the crontab sets above it, with no variable that changes how the shell runs it, in
+    lines cron does not refuse as too long (forgers: `SHELL=/usr/bin/false`,
+    `job.sh#;other`, `SHELLOPTS=noexec`, a `BASH_ENV` that exits, 1,000 blanks)."""
     import pwd
 
     from taskloom.generators.procedural.primitives import cron

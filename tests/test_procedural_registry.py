@@ -12,6 +12,7 @@ from taskloom.config import ValidationConfig
 from taskloom.errors import NoDraft
 from taskloom.generators.procedural.backend import ProceduralGenerator, blueprint_for
 from taskloom.generators.procedural.primitives import PRIMITIVES
+from taskloom.generators.procedural.primitives.scripting import SAMPLE
 from taskloom.generators.protocols import DIMENSIONS, Difficulty
 from taskloom.harbor import write_task_folder
 from taskloom.skill_graph.model import load_graph
@@ -211,7 +212,7 @@ def test_goal_only_checks_do_not_depend_on_a_hidden_steps_choices():
         GRAPH, ("text.sort_unique", "script.write_tool"), seed=0,
         difficulty=GOAL_ONLY.model_copy(update={"specification": 2})))
     checks = shown.task.file("tests", "test_outputs.py").content.decode()
-    assert "/tmp/taskloom-tool-sample.txt" in checks  # the tool runs on a copy of its input
+    assert SAMPLE in checks  # the tool runs on a copy of its input
 
 
 def test_a_check_may_read_only_what_the_instruction_names():

@@ -168,8 +168,8 @@ TEST_SH = f"""#!/bin/bash
 # The task's verifier (written by taskloom): reward 1 only when every check passes, with
 # nothing the agent left behind taken into account (see the comments below).
 {{  # bash reads all of this block before it runs any: rewriting this file meanwhile is moot
-# Only /usr/bin (/bin links to it): /usr/local and the sbin folders come first on the
-# image's PATH, so a tool planted there (an `env` that exits 0) would shadow the real one.
+# Only /usr/bin (/bin links to it): a tool planted in /usr/local or an sbin folder (an
+# `env` that exits 0) would shadow the real one on a PATH that puts them first (Debian's).
 # The checks' own tools (git, sqlite3) are found on it too; this script names its tools
 # by their full paths, and runs none but find before the guard below has cleared them.
 export PATH=/usr/bin

@@ -29,6 +29,8 @@ from taskloom.sandbox.base_image import IMAGE_PATH
 
 Compare = Literal["set", "lines", "exact"]
 Form = Literal["text", "csv", "paths"]
+# The folder a program the agent wrote is run from (its fixtures' folder).
+RUNS_START = "/tmp"
 # What the account database is: a check of users and groups reads these.
 ACCOUNT_FILES = ("/etc/passwd", "/etc/group", "/etc/shadow", "/etc/gshadow")
 
@@ -238,20 +240,76 @@ def _group(name):
     return _account(name, "/etc/group")
 
 
-def _untrusted(program, args, path):
-    """Run a program the agent wrote, found on `path`: a copy of it, as nobody who cannot
-    gain privileges, so it can neither write the reward nor end the verifier that runs it."""
-    found = shutil.which(program, path=path) if "/" not in program else program
-    assert found and os.access(found, os.X_OK), f"{program} is not an executable on {path}"
-    with tempfile.TemporaryDirectory() as scratch:
-        os.chmod(scratch, 0o755)
-        copy = os.path.join(scratch, os.path.basename(found))
-        shutil.copyfile(found, copy)
-        os.chmod(copy, 0o755)
-        env = {"PATH": path, "LANG": "C.UTF-8", "HOME": scratch}
-        return subprocess.run([copy, *args], capture_output=True, text=True, timeout=30,
-                              env=env, cwd=scratch, user=65534, group=65534,
-                              extra_groups=[], preexec_fn=_no_new_privileges)
+# Where a login shell (Debian's /etc/profile) and sudo (its secure_path) look for a command.
+LOGIN_PATHS = ("/usr/local/bin:/usr/bin:/bin:/usr/local/games:/usr/games",
+               "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+
+
+def _untrusted(program, args, path, installed, start):
+    """Run a program the agent wrote as another user would, who cannot gain privileges, so
+    it can neither write the reward nor end the verifier that runs it. The user is an
+    account of an id nothing in the image has, picked anew for each run, with a home of
+    its own, working in the folder `start`.
+
+    A command `installed` on the PATH is the file the name finds first on `path`, on a login
+    shell's PATH and on sudo's, and it runs as installed, by a member of its group: its
+    mode, its ACL and the folders above it decide, as they do for the people who use it. A
+    program named by its path runs as itself when any account may run it, else (only root
+    may) a copy of it runs."""
+    found = installed or program
+    assert os.path.isfile(found) and os.access(found, os.X_OK), f"{found} is not an executable"
+    stranger = _stranger()
+    groups = []
+    if installed:
+        for search in (path, *LOGIN_PATHS):
+            first = next((f"{folder}/{program}" for folder in search.split(":")
+                          if os.path.lexists(f"{folder}/{program}")), None)
+            assert first == installed, f"`{program}` on the PATH {search} is {first}"
+        groups = [os.stat(installed).st_gid] if os.stat(installed).st_gid else []
+    with tempfile.TemporaryDirectory() as home, tempfile.TemporaryDirectory() as scratch:
+        os.chown(home, stranger, stranger)
+        if not installed and not _anyone_runs(found):
+            os.chmod(scratch, 0o755)
+            found = shutil.copyfile(found, os.path.join(scratch, os.path.basename(found)))
+            os.chmod(found, 0o755)
+        env = {"PATH": path, "LANG": "C.UTF-8", "HOME": home}
+        try:
+            return subprocess.run([found, *args], capture_output=True, text=True, timeout=30,
+                                  env=env, cwd=start, user=stranger, group=stranger,
+                                  extra_groups=groups, preexec_fn=_no_new_privileges)
+        except PermissionError as error:
+            raise AssertionError(f"its users cannot run {found}: {error}")
+
+
+def _stranger():
+    """An id no account and no group of the system has."""
+    import random
+
+    taken = {int(row[2]) for database in ("/etc/passwd", "/etc/group")
+             for row in _entries(database) if len(row) > 2 and row[2].isdigit()}
+    return random.choice([number for number in range(20000, 60000) if number not in taken])
+
+
+def _anyone_runs(path):
+    """Any account may run the file: others may read and run it and search every folder
+    on the way to it (the path as named, and the file it leads to)."""
+    if os.stat(path).st_mode & 0o005 != 0o005:
+        return False
+    folders = {os.path.dirname(path), os.path.dirname(os.path.realpath(path))}
+    for folder in list(folders):
+        while folder not in ("/", ""):
+            folders.add(folder)
+            folder = os.path.dirname(folder)
+    return all(os.stat(folder).st_mode & 0o001 for folder in folders)
+
+
+def _acl(path):
+    """The path has a POSIX access ACL: named users and groups get permissions of their own,
+    and `stat` shows the ACL's mask as the group's bits (0750 while staff is locked out)."""
+    try:
+        return "system.posix_acl_access" in os.listxattr(path, follow_symlinks=False)
+    except OSError:  # no extended attributes here, so no ACL
+        return False
 
 
 def _stamp(path):
@@ -279,7 +337,7 @@ def _swap(path, content, times=None):
 
 
 def _no_new_privileges():
-    """No setuid program the agent left (a copy of bash, say) makes nobody root again."""
+    """No setuid program the agent left (a copy of bash, say) makes the user root again."""
     import ctypes
 
     if ctypes.CDLL(None, use_errno=True).prctl(38, 1, 0, 0, 0):  # PR_SET_NO_NEW_PRIVS
@@ -444,6 +502,9 @@ class ToolRuns(Assertion):
     cases: tuple[tuple[tuple[str, ...], str | None, int], ...] = ()  # (args, stdout, code)
     fixtures: tuple[tuple[str, str], ...] = ()  # (path, text) written before the runs
     compare: str = "lines"
+    whole_lines: bool = False  # the contract says every line printed ends with a newline
+    quiet: tuple[int, ...] = ()  # exit codes whose runs print nothing at all on stdout
+    closed: tuple[str, ...] = ()  # fixtures the runs' user may not read
     executes: ClassVar[bool] = True  # the program
 
     def body(self) -> list[str]:
@@ -452,16 +513,22 @@ class ToolRuns(Assertion):
         for path, text in self.fixtures:
             lines += [f"Path({path!r}).unlink(missing_ok=True)",  # not through a link
                       f"Path({path!r}).write_text({text!r}, encoding='utf-8')"]
+        lines += [f"os.chmod({path!r}, 0)" for path in self.closed]
         # A command installed by name is found on the PATH the agent had (the verifier's
         # own PATH leaves /usr/local out: shadows of its tools could live there).
-        path = IMAGE_PATH
+        installed = None if self.program.startswith("/") else self.reads()[0]
         lines += [
             f"for args, expected, code in {[list(c) for c in self.cases]!r}:",
-            f"    done = _untrusted({self.program!r}, args, {path!r})",
+            f"    done = _untrusted({self.program!r}, args, {IMAGE_PATH!r}, {installed!r}, "
+            f"{RUNS_START!r})",
             "    assert done.returncode == code, (args, done.returncode, done.stderr)",
             "    assert code == 0 or done.stderr.strip(), (args, 'fails with nothing on stderr')",
+            f"    assert code not in {self.quiet!r} or not done.stdout, (args, 'prints on stdout')",
             "    if expected is not None:",
             f"        _same(done.stdout, expected, {self.compare!r})"]
+        if self.whole_lines:
+            lines.append("    assert done.stdout.endswith('\\n') or not done.stdout, "
+                         "(args, 'the last line printed has no newline')")
         return lines
 
     def reads(self) -> tuple[str, ...]:
@@ -564,7 +631,8 @@ class Modes(Assertion):
         if self.modes:
             lines += [f"for path, mode in {list(self.modes)!r}:",
                       "    assert stat.S_IMODE(os.lstat(path).st_mode) == mode, "
-                      "(path, oct(stat.S_IMODE(os.lstat(path).st_mode)))"]
+                      "(path, oct(stat.S_IMODE(os.lstat(path).st_mode)))",
+                      "    assert not _acl(path), (path, 'an ACL grants what its mode does not')"]
         if self.owners:
             lines += [f"for path, user, group in {list(self.owners)!r}:",
                       "    info = os.lstat(path)",

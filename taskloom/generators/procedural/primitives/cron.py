@@ -46,11 +46,16 @@ MACROS = {"@hourly": "0 * * * *", "@daily": "0 0 * * *", "@midnight": "0 0 * * *
           "@weekly": "0 0 * * 0", "@monthly": "0 0 1 * *", "@yearly": "0 0 1 1 *",
           "@annually": "0 0 1 1 *"}
 LIMITS = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 7))
+# A part of a field as cron reads it: ASCII digits only (Python's int() also takes `1_0`
+# and other scripts' digits, where cron stops reading), names only in their own field, a
+# step only after `*` or a range (cron refuses `10/1`).
+PART = r"(\*(/[0-9]+)?|{number}(-{number}(/[0-9]+)?)?)"
 
 
-def expand(field, low, high):
+def expand(field, low, high, names=""):
     values = set()
     for part in field.lower().split(","):
+        assert re.fullmatch(PART.format(number=f"([0-9]+|{names or '[0-9]+'})"), part), field
         step = 1
         if "/" in part:
             part, step = part.split("/")
@@ -60,17 +65,24 @@ def expand(field, low, high):
         elif "-" in part:
             first, last = (int(NAMES.get(x, x)) for x in part.split("-"))
         else:
-            first = int(NAMES.get(part, part))
-            last = high if step > 1 else first
+            first = last = int(NAMES.get(part, part))
         values.update(range(first, last + 1, step))
     assert values and min(values) >= low and max(values) <= high, field
     return values
 
 
 def times(fields):
-    sets = [expand(f, lo, hi) for f, (lo, hi) in zip(fields, LIMITS)]
+    """The sets of minutes, hours, days, months and weekdays a schedule matches, and how
+    cron joins the two day fields: unless one of them starts with `*` (so `1-31`, the same
+    set as `*`, is not), a day matching either one runs the job."""
+    names = ("", "", "", "jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec",
+             "sun|mon|tue|wed|thu|fri|sat")
+    sets = [expand(f, lo, hi, n) for f, (lo, hi), n in zip(fields, LIMITS, names)]
     sets[4] = {0 if d == 7 else d for d in sets[4]}
-    return sets
+    either = "*" not in (fields[2][:1], fields[4][:1])
+    if either and (sets[2] == set(range(1, 32)) or sets[4] == set(range(7))):
+        sets[2], sets[4], either = set(range(1, 32)), set(range(7)), False  # every day
+    return [*sets, either]
 
 
 def setting(line):
@@ -90,7 +102,10 @@ def entries(text):
     found = []
     for line in text.splitlines():
         line = line.strip()
-        if not line or line.startswith("#") or setting(line):
+        if not line or line.startswith("#"):
+            continue
+        assert len(line) < 1000, "a line cron refuses as too long"
+        if setting(line):
             continue
         if line.startswith("@"):
             macro, _, command = line.partition(" ")
@@ -108,13 +123,28 @@ def entries(text):
 def words(command):
     """A crontab command's words as the shell cron runs it reads them: a # that starts a
     word outside quotes begins a comment (shlex's comments=True also cut `job.sh#;other`,
-    a word sh runs as it is)."""
-    for cut in [found.start() for found in re.finditer(r"[ \t]#", command)] + [len(command)]:
+    a word sh runs as it is), and an operator outside quotes (`( ) ; & | < >`) is a word
+    of its own (so `access' '(old).log` is not one word: sh refuses it)."""
+    for cut in [found.start() for found in re.finditer(r"[ \t]#", command)]:
         try:
-            return shlex.split(command[:cut])
+            return split(command[:cut])
         except ValueError:  # the # is inside quotes
             continue
-    return shlex.split(command)
+    return split(command)
+
+
+def split(command):
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split, lexer.commenters = True, ""  # words() cuts the comment
+    return list(lexer)
+
+
+# Variables that change how bash, sh or the dynamic loader run any program: above an
+# entry, a job that runs nothing (`SHELLOPTS=noexec`, a BASH_ENV that exits) looks right.
+# Debian's bash sources ~/.bashrc under `bash -c` when SSH_CLIENT or SSH2_CLIENT is set.
+UNSAFE = (r"SHELLOPTS|BASHOPTS|BASH_ENV|ENV|BASH_FUNC_.*|IFS|GLOBIGNORE|CDPATH|"
+          r"POSIXLY_CORRECT|SSH_CLIENT|SSH2_CLIENT|SHLVL|"
+          r"LD_.*|GCONV_PATH|LOCPATH|NLSPATH|GLIBC_TUNABLES|MALLOC_.*")
 
 
 def environment(text, command):
@@ -122,8 +152,8 @@ def environment(text, command):
     variables set before it."""
     found = {}
     for line in text.split("\n"):
-        if setting(line):
-            found.update([setting(line)])
+        if variable := setting(line):
+            found.update([variable])
         elif [words(e[1]) for e in entries(line)] == [command]:
             break
     return found
@@ -178,6 +208,7 @@ class CrontabEntry(Assertion):
             "assert len(matching) == 1, [e[2] for e in found]",
             "# cron runs the entry with SHELL -c and the PATH set above it",
             "settings = environment(text, command)",
+            "assert not [name for name in settings if re.fullmatch(UNSAFE, name)], settings",
             f"assert settings.get('SHELL', '/bin/sh') in {SHELLS!r}, settings['SHELL']",
             "assert {'/usr/bin', '/bin'} <= set(settings.get('PATH', '/usr/bin:/bin').split(':')), "
             "settings['PATH']",

@@ -22,7 +22,7 @@ from taskloom.generators.procedural.artifacts import (
     ToolScript,
     TreeFile,
 )
-from taskloom.generators.procedural.checks import Assertion, Modes, ToolRuns
+from taskloom.generators.procedural.checks import RUNS_START, Assertion, Modes, ToolRuns
 from taskloom.generators.procedural.primitives._trees import extension, is_hidden, sha256
 from taskloom.generators.procedural.primitives.base import (
     Rule,
@@ -35,11 +35,18 @@ from taskloom.generators.procedural.world import lines_text, q
 TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9]{2,}")
 TEXT_EXTENSIONS = frozenset(("md", "txt", "html", "css", "js", "svg", "csv", "tsv", "json",
                              "yaml", "yml", "conf", "py", "sh", "toml", "xml", "log", "sql"))
-FIXTURE = "/tmp/taskloom-tool-check.txt"
+FIXTURE = "/tmp/taskloom tool check.txt"  # a space: an unquoted "$2" breaks on it
 # A copy of the tool's example input, written by the check: the tool is judged on that
 # content, not on a file an earlier step should have left (the instruction may not say
 # where, or in which form, when it states only the goal).
-SAMPLE = "/tmp/taskloom-tool-sample.txt"
+SAMPLE = "/tmp/taskloom tool sample.txt"
+# The tool's own file again, without the newline after its last line: the tool still ends
+# every line it prints with one (`sed -n` alone copies the missing one).
+OPEN = "/tmp/taskloom tool open.txt"
+# And again where the tool's user may not read it.
+CLOSED = "/tmp/taskloom tool closed.txt"
+# And named relative to the folder the runs start in (a tool that began with `cd /` passed).
+NEARBY = FIXTURE.removeprefix(RUNS_START + "/")
 
 
 @dataclass(frozen=True)
@@ -53,6 +60,7 @@ class SameBytes(Assertion):
         """Compare the bytes of the two files; a link to the original is not a copy."""
         return [f"copy, original = os.lstat({self.copy!r}), os.lstat({self.original!r})",
                 "assert stat.S_ISREG(copy.st_mode), 'not a regular file'",
+                "assert stat.S_ISREG(original.st_mode), 'the original is no longer a file'",
                 "assert (copy.st_dev, copy.st_ino) != (original.st_dev, original.st_ino), "
                 "'a hard link to the original, not a copy'",
                 f"assert Path({self.copy!r}).read_bytes() == Path({self.original!r}).read_bytes()"]
@@ -277,13 +285,15 @@ TOOLS = {
     "match": ("show-matches", "WORD FILE", "prints every line of FILE that contains WORD "
               "(plain text, case-sensitive, not a pattern) as `LINENO:LINE`, line numbers "
               "from 1, in file order; nothing when no line matches"),
-    "top": ("top-lines", "N FILE", "prints the N most frequent non-blank lines of FILE as "
+    "top": ("top-lines", "N FILE", "prints the N most frequent non-blank lines of FILE (a "
+            "line of only spaces and tabs is blank) as "
             "`COUNT LINE` (count, one space, the line), highest count first, equal counts "
             "in byte order of the line; fewer lines when FILE has fewer distinct lines; N "
             "must be a whole number (digits only), otherwise it is a usage error"),
     "range": ("line-range", "FIRST LAST FILE", "prints lines FIRST to LAST of FILE (counting "
               "from 1, both included; stops at the end of the file); FIRST and LAST must be "
-              "positive whole numbers with FIRST <= LAST, otherwise it is a usage error"),
+              "positive whole numbers in decimal digits (a leading zero is allowed: 08 is 8) "
+              "with FIRST <= LAST, otherwise it is a usage error"),
 }
 TOOL_CODE = {
     "count": ('[ "$#" -eq 2 ] || { echo "usage: $0 WORD FILE" >&2; exit 2; }',
@@ -302,7 +312,7 @@ TOOL_CODE = {
               '[ "$1" -ge 1 ] && [ "$1" -le "$2" ] || '
               '{ echo "usage: $0 FIRST LAST FILE" >&2; exit 2; }',
               '[ -r "$3" ] || { echo "cannot read $3" >&2; exit 1; }',
-              'sed -n "$1,$2p" "$3"'),
+              'sed -n "$1,$2p" "$3" | sed ' "'$a\\'"),  # adds a missing final newline
 }
 
 
@@ -364,12 +374,15 @@ def _run_tool(kind: str, args: tuple[str, ...], lines: list[str]) -> str:
 def _fixture(ctx: StepContext) -> list[str]:
     """A small file of the tool's own.
 
-    It has repeats, equal counts, a blank line, a dot that is not a pattern and the words
-    in other case, so each rule of the contracts changes some output.
+    It has repeats (ten of one line: counts sorted as text put 2 first), equal counts,
+    blank lines (of spaces, of a tab), a line that differs only by a trailing space, a dot
+    that is not a pattern, a backslash (`read` without -r drops it) and the words in other
+    case, so each rule of the contracts changes some output.
     """
     words = ctx.rng.sample(ctx.domain.words, 3)
-    lines = [f"{words[0]} build 1.2 ok", f"{words[1]} build 102 ok", words[2], "",
-             f"{words[0]} build 1.2 ok", words[2], f"  {words[1]} *", words[2],
+    lines = [f"{words[0]} build 1.2 ok", f"{words[1]} build 102 ok", *[words[2]] * 10, "",
+             "   ", "\t", f"{words[2]} ", f"{words[0]} build 1.2 ok",
+             f"  {words[1]} * C:\\share",
              " ".join(w.capitalize() if i % 2 else w.upper() for i, w in enumerate(words))
              + " restarted"]
     ctx.rng.shuffle(lines)
@@ -447,6 +460,8 @@ def write_tool(ctx: StepContext, source) -> StepResult:
     kind = ctx.rng.choice(sorted(TOOLS))
     name, usage, contract = TOOLS[kind]
     fixture = _fixture(ctx)
+    last = max(number for number, line in enumerate(fixture, 1) if line.strip())
+    unended = fixture[last:] + fixture[:last]  # a line with text last
     counts = Counter(t for line in set(lines) for t in set(TOKEN.findall(line)))
     words = sorted(t for t, n in counts.items() if n < len(set(lines)))
     if kind in ("count", "match"):
@@ -454,26 +469,35 @@ def write_tool(ctx: StepContext, source) -> StepResult:
             raise NotApplicable("no word occurs in only some lines")
         word = ctx.rng.choice(words)
         common = next(line.split()[0] for line in fixture if line.strip())
-        runs = [(word, SAMPLE), ("1.2", FIXTURE), (common, FIXTURE), ("zz-none", FIXTURE)]
+        slashed = next(line for line in fixture if "\\" in line).split()[0]
+        runs = [(word, SAMPLE), ("1.2", FIXTURE), (common, FIXTURE), ("zz-none", FIXTURE),
+                (slashed, FIXTURE), (unended[-1].split()[0], OPEN)]
     elif kind == "top":
-        runs = [(str(ctx.rng.randint(2, 5)), SAMPLE), ("2", FIXTURE), ("9", FIXTURE)]
+        runs = [(str(ctx.rng.randint(2, 5)), SAMPLE), ("2", FIXTURE), ("9", FIXTURE),
+                ("9", OPEN)]
     else:
         if len(lines) < 3:
             raise NotApplicable("too short for a range")
         first = ctx.rng.randint(1, len(lines) - 1)
         last = ctx.rng.randint(first, min(len(lines), first + 30))
         runs = [(str(first), str(last), SAMPLE), ("2", "4", FIXTURE),
-                ("7", "20", FIXTURE)]
-    cases = [(args, _run_tool(kind, args[:-1], fixture if args[-1] == FIXTURE else lines), 0)
-             for args in runs]
-    if kind == "range":  # after, zero, not a number (a forger's `sed -n "$1,$2p"` took it)
+                ("7", "20", FIXTURE), ("1", "20", OPEN)]
+    texts = {SAMPLE: lines, FIXTURE: fixture, OPEN: unended}
+    cases = [(args, _run_tool(kind, args[:-1], texts[args[-1]]), 0) for args in runs]
+    cases.append(((*runs[1][:-1], NEARBY), cases[1][1], 0))
+    if kind == "range":  # after, zero, not a number (a forger's `sed -n "$1,$2p"` took it);
+        # bash arithmetic takes `2+1` (and runs code in `a[$(...)]`) and reads 010 as 8;
+        # FIRST = LAST is valid
         cases += [(("4", "2", FIXTURE), "", 2), (("0", "2", FIXTURE), "", 2),
-                  (("x1", "y3", FIXTURE), "", 2)]
-    if kind == "top":
-        cases.append((("many", FIXTURE), "", 2))
+                  (("x1", "y3", FIXTURE), "", 2), (("1", "2+1", FIXTURE), "", 2),
+                  (("3", "3", FIXTURE), _run_tool(kind, ("3", "3"), fixture), 0),
+                  (("08", "010", FIXTURE), _run_tool(kind, ("8", "10"), fixture), 0)]
+    if kind == "top":  # N = 0 is a whole number: nothing to print
+        cases += [(("many", FIXTURE), "", 2), (("2x", FIXTURE), "", 2), (("0", FIXTURE), "", 0)]
     cases += [((), "", 2), (runs[0][:-1], "", 2),  # no arguments; FILE left out
               ((*runs[1], FIXTURE), "", 2),  # one argument too many
-              ((*runs[0][:-1], "/nonexistent/input.txt"), "", 1)]
+              ((*runs[0][:-1], "/nonexistent/input.txt"), "", 1),
+              ((*runs[1][:-1], CLOSED), "", 1)]
     out = ctx.output_path(name, "sh")
     rules = ("On a usage error (a wrong number of arguments, or a number argument that is "
              "not valid) it prints a usage message to stderr, nothing to stdout, and exits "
@@ -510,8 +534,7 @@ def write_tool(ctx: StepContext, source) -> StepResult:
                   tool(code[:readable] + code[readable + 1:]))]
     for mistake, stated, line, wrong in TOOL_MISTAKES[kind]:
         changed = code[:line] + ([wrong] if wrong else []) + code[line + 1:]
-        if wrong and all(_run_mistake(kind, mistake, args[:-1], fixture if args[-1] == FIXTURE
-                                      else lines) == expected
+        if wrong and all(_run_mistake(kind, mistake, args[:-1], texts[args[-1]]) == expected
                          for args, expected, status in cases if status == 0):
             continue  # the checked runs would print the same
         rules.append(Rule(mistake, stated, tool(changed)))
@@ -522,8 +545,11 @@ def write_tool(ctx: StepContext, source) -> StepResult:
         instruction=sentence, solution=solution, alternative=alternative,
         checks=[ToolRuns(f"{out} follows its contract", program=out, cases=tuple(cases),
                          fixtures=((FIXTURE, lines_text(fixture)),
-                                   (SAMPLE, lines_text(lines))),
-                         compare="exact" if ctx.difficulty.strictness == 3 else "lines")],
+                                   (SAMPLE, lines_text(lines)),
+                                   (OPEN, lines_text(unended).removesuffix("\n")),
+                                   (CLOSED, lines_text(fixture))),
+                         compare="exact" if ctx.difficulty.strictness == 3 else "lines",
+                         whole_lines=True, quiet=(2,), closed=(CLOSED,))],
         tools=("bash", "grep", "sort", "sed"), side_effect=True, rules=tuple(rules))
 
 
