@@ -120,8 +120,8 @@ TASKLOOM = [sys.executable, "-m", "taskloom.cli"]
 # beside it; a crontab's schedule is read as cron reads it (its day fields, its digits),
 # with no variable above the entry that changes how the shell runs it, a step after `*`
 # or a range only, and its command's words split at the shell's operators.
-TASKS_DIGEST = "41134586331e24e83761fa0b400ff37c45a76a49785e6bd288af924f8630e052"
-HF_EXPORT_DIGEST = "5b1dcd023b959e61cefb7ba328c5f2d21b2dc9beb006998d9f26f1e1a2e6c8c3"
+TASKS_DIGEST = "9be25f41d5d1a7087e0d51b2b5a0e6984a5ded7c948b41a3d2ef3c8afe572b59"
+HF_EXPORT_DIGEST = "1578772b5d04f24376412f6eb3c2d56bc3240f418bb9ac6c157ac79ab8a32b18"
 
 
 def test_main_job_dataset_and_hf_export_are_unchanged(tmp_path):

@@ -245,8 +245,9 @@ LOGIN_PATHS = ("/usr/local/bin:/usr/bin:/bin:/usr/local/games:/usr/games",
                "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
 
 
-def _untrusted(program, args, path, installed, start):
-    """Run a program the agent wrote as another user would, who cannot gain privileges, so
+def _untrusted(program, runs, path, installed, start):
+    """Run a program the agent wrote once for each list of arguments in `runs`, yielding
+    each run before the next starts, as another user would, who cannot gain privileges, so
     it can neither write the reward nor end the verifier that runs it. The user is an
     account of an id nothing in the image has, picked anew for each run, with a home of
     its own, working in the folder `start`.
@@ -258,7 +259,6 @@ def _untrusted(program, args, path, installed, start):
     may) a copy of it runs."""
     found = installed or program
     assert os.path.isfile(found) and os.access(found, os.X_OK), f"{found} is not an executable"
-    stranger = _stranger()
     groups = []
     if installed:
         for search in (path, *LOGIN_PATHS):
@@ -266,28 +266,36 @@ def _untrusted(program, args, path, installed, start):
                           if os.path.lexists(f"{folder}/{program}")), None)
             assert first == installed, f"`{program}` on the PATH {search} is {first}"
         groups = [os.stat(installed).st_gid] if os.stat(installed).st_gid else []
-    with tempfile.TemporaryDirectory() as home, tempfile.TemporaryDirectory() as scratch:
-        os.chown(home, stranger, stranger)
+    taken = {int(row[2]) for database in ("/etc/passwd", "/etc/group")
+             for row in _entries(database) if len(row) > 2 and row[2].isdigit()}
+    with tempfile.TemporaryDirectory() as scratch:
         if not installed and not _anyone_runs(found):
             os.chmod(scratch, 0o755)
             found = shutil.copyfile(found, os.path.join(scratch, os.path.basename(found)))
             os.chmod(found, 0o755)
-        env = {"PATH": path, "LANG": "C.UTF-8", "HOME": home}
-        try:
-            return subprocess.run([found, *args], capture_output=True, text=True, timeout=30,
-                                  env=env, cwd=start, user=stranger, group=stranger,
-                                  extra_groups=groups, preexec_fn=_no_new_privileges)
-        except PermissionError as error:
-            raise AssertionError(f"its users cannot run {found}: {error}")
+        for args in runs:
+            stranger = _stranger(taken)
+            with tempfile.TemporaryDirectory() as home:
+                os.chown(home, stranger, stranger)
+                env = {"PATH": path, "LANG": "C.UTF-8", "HOME": home}
+                try:
+                    done = subprocess.run(
+                        [found, *args], capture_output=True, text=True, timeout=30, env=env,
+                        cwd=start, user=stranger, group=stranger, extra_groups=groups,
+                        preexec_fn=_no_new_privileges)
+                except PermissionError as error:
+                    raise AssertionError(f"its users cannot run {found}: {error}")
+            yield done
 
 
-def _stranger():
-    """An id no account and no group of the system has."""
+def _stranger(taken):
+    """An id no account and no group of the system has (they have the ids `taken`)."""
     import random
 
-    taken = {int(row[2]) for database in ("/etc/passwd", "/etc/group")
-             for row in _entries(database) if len(row) > 2 and row[2].isdigit()}
-    return random.choice([number for number in range(20000, 60000) if number not in taken])
+    number = random.randrange(20000, 60000)
+    while number in taken:
+        number = random.randrange(20000, 60000)
+    return number
 
 
 def _anyone_runs(path):
@@ -518,9 +526,10 @@ class ToolRuns(Assertion):
         # own PATH leaves /usr/local out: shadows of its tools could live there).
         installed = None if self.program.startswith("/") else self.reads()[0]
         lines += [
-            f"for args, expected, code in {[list(c) for c in self.cases]!r}:",
-            f"    done = _untrusted({self.program!r}, args, {IMAGE_PATH!r}, {installed!r}, "
-            f"{RUNS_START!r})",
+            f"cases = {[list(c) for c in self.cases]!r}",
+            f"runs = _untrusted({self.program!r}, [args for args, _, _ in cases], "
+            f"{IMAGE_PATH!r}, {installed!r}, {RUNS_START!r})",
+            "for (args, expected, code), done in zip(cases, runs):",
             "    assert done.returncode == code, (args, done.returncode, done.stderr)",
             "    assert code == 0 or done.stderr.strip(), (args, 'fails with nothing on stderr')",
             f"    assert code not in {self.quiet!r} or not done.stdout, (args, 'prints on stdout')",

@@ -482,9 +482,9 @@ def write_tool(ctx: StepContext, source) -> StepResult:
         last = ctx.rng.randint(first, min(len(lines), first + 30))
         runs = [(str(first), str(last), SAMPLE), ("2", "4", FIXTURE),
                 ("7", "20", FIXTURE), ("1", "20", OPEN)]
-    texts = {SAMPLE: lines, FIXTURE: fixture, OPEN: unended}
+    runs.append((*runs[1][:-1], NEARBY))
+    texts = {SAMPLE: lines, FIXTURE: fixture, OPEN: unended, NEARBY: fixture}
     cases = [(args, _run_tool(kind, args[:-1], texts[args[-1]]), 0) for args in runs]
-    cases.append(((*runs[1][:-1], NEARBY), cases[1][1], 0))
     if kind == "range":  # after, zero, not a number (a forger's `sed -n "$1,$2p"` took it);
         # bash arithmetic takes `2+1` (and runs code in `a[$(...)]`) and reads 010 as 8;
         # FIRST = LAST is valid
