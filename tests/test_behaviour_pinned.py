@@ -120,8 +120,8 @@ TASKLOOM = [sys.executable, "-m", "taskloom.cli"]
 # beside it; a crontab's schedule is read as cron reads it (its day fields, its digits),
 # with no variable above the entry that changes how the shell runs it, a step after `*`
 # or a range only, and its command's words split at the shell's operators.
-TASKS_DIGEST = "9be25f41d5d1a7087e0d51b2b5a0e6984a5ded7c948b41a3d2ef3c8afe572b59"
-HF_EXPORT_DIGEST = "1578772b5d04f24376412f6eb3c2d56bc3240f418bb9ac6c157ac79ab8a32b18"
+TASKS_DIGEST = "c606582a871df4e694490346433ed873fede1644c4acebb71fe015a3be35f3c7"
+HF_EXPORT_DIGEST = "96a40f122825bb56afe9f957ad3db27610b093fa37a2669360c8ef362ebdf152"
 
 
 def test_main_job_dataset_and_hf_export_are_unchanged(tmp_path):

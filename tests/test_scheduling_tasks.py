@@ -10,6 +10,7 @@ first slot step; one chain is validated in the sandbox.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from itertools import pairwise
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from drafts import difficulty, draft
+from endings import rewards
 
 from taskloom.config import ValidationConfig
 from taskloom.generators.procedural.primitives.scheduling import MeetingBooked
@@ -169,14 +171,79 @@ def test_the_booking_check_reads_events_in_any_form(tmp_path):
            "DTSTART;TZID=Europe/Berlin:20251202T", " 110000",
            "DTEND:20251202T103000Z", "END:VEVENT"]
     calendar.write_text("\r\n".join(["BEGIN:VCALENDAR", *new, *old, "END:VCALENDAR"]) + "\r\n")
-    check = MeetingBooked("booked", files=((str(calendar), (tuple(sorted(old[1:-1])),), True),),
+    check = MeetingBooked("booked", files=((str(calendar), (tuple(sorted(old[1:-1])),),
+                                            ("BEGIN:VCALENDAR", "END:VCALENDAR"), True),),
                           summary="Sync", start="2025-12-02T10:00", end="2025-12-02T10:30")
-    namespace = {"Path": Path}
+    namespace = {"Path": Path, "os": os}
     exec("def check():\n" + "".join(f"    {line}\n" for line in check.body()), namespace)
     namespace["check"]()
     calendar.write_text(calendar.read_text().replace("110000", "100000"))
     with pytest.raises(AssertionError):
         namespace["check"]()
+
+
+# An ending that edits the calendars of the seed-0 booking (elif and heidi attend).
+CALENDARS = r"""python3 - <<'PY'
+import glob, re
+files = sorted(glob.glob('/srv/src/calendars/*.ics'))
+booked = [path for path in files if 'UID:booked-' in open(path, newline='').read()]
+others = [path for path in files if path not in booked]
+event = re.compile(r'BEGIN:VEVENT\r?\nUID:booked-.*?END:VEVENT\r?\n', re.S)
+def edit(paths, change):
+    for path in paths:
+        text = open(path, newline='').read()
+        open(path, 'w', newline='').write(change(text))
+{code}
+PY
+"""
+OTHER_EVENT = ("begin:vevent\\r\\nUID:x@example\\r\\nSUMMARY:Standup\\r\\n"
+               "DTSTART:20260120T100000Z\\r\\nDTEND:20260120T103000Z\\r\\nend:vevent\\r\\n")
+
+
+def booking(change: str, paths: str = "booked") -> str:
+    """An ending that rewrites the calendars `paths` by `change` (text -> text)."""
+    return CALENDARS.format(code=f"edit({paths}, lambda text: {change})")
+
+
+@pytest.mark.bwrap
+def test_a_booking_leaves_every_calendar_one_calendar_that_readers_read_alike(bwrap_runtime):
+    """`book a meeting` (red team): the event put after END:VCALENDAR, a second VCALENDAR,
+    a second SUMMARY, a free (TRANSP) or repeating (RDATE) meeting, a lower-case event in
+    someone else's calendar, another calendar's header dropped and a calendar file added
+    each earned 1: the check read upper-case VEVENT blocks only, and a property's last
+    line. Line ends, the event's place in the calendar and the case of its names are the
+    writer's to choose."""
+    found = rewards(bwrap_runtime, ("schedule.book_meeting",), 0, {
+        "reference": "",
+        "line-feeds-only": booking("text.replace('\\r\\n', '\\n')"),
+        "the-event-first": booking("(lambda e: event.sub('', text).replace('BEGIN:VCALENDAR"
+                                   "\\r\\n', 'BEGIN:VCALENDAR\\r\\n' + e, 1))(event.search("
+                                   "text).group(0))"),
+        "lower-case-names": booking("event.sub(lambda m: m.group(0).replace('BEGIN:VEVENT', "
+                                    "'begin:vevent').replace('END:VEVENT', 'end:vevent'), text)"),
+        "after-the-calendar": booking("event.sub('', text) + event.search(text).group(0) + "
+                                      "'END:VCALENDAR\\r\\n'"),
+        "a-second-calendar": booking("text + 'BEGIN:VCALENDAR\\r\\nVERSION:2.0\\r\\n"
+                                     "END:VCALENDAR\\r\\n'"),
+        "a-second-summary": booking("text.replace('UID:booked-', 'SUMMARY:All hands\\r\\n"
+                                    "UID:booked-')"),
+        "free-time": booking("text.replace('UID:booked-', 'TRANSP:TRANSPARENT\\r\\n"
+                             "UID:booked-')"),
+        "repeating": booking("text.replace('UID:booked-', 'RDATE:20260121T100000Z\\r\\n"
+                             "UID:booked-')"),
+        "an-event-for-someone-else": booking(
+            f"text.replace('END:VCALENDAR', '{OTHER_EVENT}END:VCALENDAR')", "others[:1]"),
+        "a-header-dropped": booking("re.sub(r'VERSION:[^\\r\\n]*\\r?\\n', '', text)",
+                                    "others[:1]"),
+        "a-calendar-added": CALENDARS.format(
+            code="open('/srv/src/calendars/zed.ics', 'w', newline='').write("
+                 "open(booked[0], newline='').read())"),
+    })
+    assert found == {"reference": 1.0, "line-feeds-only": 1.0, "the-event-first": 1.0,
+                     "lower-case-names": 1.0, "after-the-calendar": 0.0,
+                     "a-second-calendar": 0.0, "a-second-summary": 0.0, "free-time": 0.0,
+                     "repeating": 0.0, "an-event-for-someone-else": 0.0,
+                     "a-header-dropped": 0.0, "a-calendar-added": 0.0}, found
 
 
 @pytest.mark.bwrap

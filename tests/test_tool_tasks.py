@@ -12,16 +12,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from endings import rewards, task_for
 
-from taskloom.config import ValidationConfig
-from taskloom.generators.procedural.backend import ProceduralGenerator, blueprint_for
-from taskloom.models import TaskFile
-from taskloom.sandbox.trial import Phase
-from taskloom.skill_graph.model import load_graph
-from taskloom.validators.engine import plan_trial
-from taskloom.validators.protocol import TrialPart
-
-GRAPH = load_graph()
 # An ACL that leaves the owning group nothing while `stat` still shows 0750 (its mask).
 ACL_LOCKS_OUT_THE_GROUP = """python3 - <<'PY'
 import os, struct
@@ -31,19 +23,6 @@ os.setxattr("{command}", "system.posix_acl_access",
             struct.pack("<I", 2) + b"".join(struct.pack("<HHI", *entry) for entry in entries))
 PY
 """
-
-
-def rewards(bwrap_runtime, skills: tuple[str, ...], seed: int,
-            endings: dict[str, str]) -> dict[str, float]:
-    """The reward of the task's reference solution followed by each ending, in one trial."""
-    task = ProceduralGenerator(GRAPH).generate(blueprint_for(GRAPH, skills, seed=seed)).task
-    fix = task.file("solution", "solve.sh").content.decode()
-    part = TrialPart(phases=tuple(Phase(name=name, solution=name) for name in endings),
-                     solutions={name: (TaskFile(path="solve.sh", content=(fix + end).encode(),
-                                                mode=0o755),)
-                                for name, end in endings.items()})
-    plan, _ = plan_trial(task, ValidationConfig(), [part])
-    return {phase.name: phase.reward for phase in bwrap_runtime.run(plan).phases}
 
 
 @pytest.mark.bwrap
@@ -86,7 +65,7 @@ def test_a_tool_is_held_to_every_rule_of_its_contract(bwrap_runtime):
     copies a missing final newline, as the reference itself did); round 2's left FILE
     unquoted, refused FIRST = LAST, began with `cd /` and read 010 as octal: each earned 1."""
     skills, seed = ("text.sort_unique", "script.write_tool"), 0
-    task = ProceduralGenerator(GRAPH).generate(blueprint_for(GRAPH, skills, seed=seed)).task
+    task = task_for(skills, seed)
     solution = task.file("solution", "solve.sh").content.decode()
     tool = re.search(r"<<'TASKLOOM_TOOL'\n(.*?)TASKLOOM_TOOL", solution, re.DOTALL).group(1)
     path = "/srv/ops/output/line-range.sh"
@@ -125,7 +104,7 @@ def test_a_ranking_tool_is_held_to_its_contract(bwrap_runtime):
     top line printed for N = 0, and lines merged that differ by a trailing space, each
     earned 1 while the fixture's counts had one digit and its blank lines no tab."""
     skills, seed = ("text.sort_unique", "script.write_tool", "script.make_executable"), 2
-    task = ProceduralGenerator(GRAPH).generate(blueprint_for(GRAPH, skills, seed=seed)).task
+    task = task_for(skills, seed)
     solution = task.file("solution", "solve.sh").content.decode()
     tool = re.search(r"<<'TASKLOOM_TOOL'\n(.*?)TASKLOOM_TOOL", solution, re.DOTALL).group(1)
     path, count = "/srv/ops/output/top-lines.sh", "LC_ALL=C sort -s -k1,1nr"

@@ -51,8 +51,9 @@ class TreeModes(Assertion):
         """Known paths first, then any other file whose content is known.
 
         No step makes symlinks, so none may stand where a file or directory was (a link to
-        the untouched original would pass a check that skips links); on the last step every
-        file and directory must still be there, as it was.
+        the untouched original would pass a check that skips links), nor hard links (a file
+        replaced by a link to its twin changes with it); on the last step every file and
+        directory must still be there, as it was.
         """
         complete = [
             f"for rel, digest, mode in {[list(f) for f in self.files]!r}:",
@@ -82,6 +83,7 @@ class TreeModes(Assertion):
             "    wanted = {m for r, d, m in files if r == rel and d == digest} if rel in known "
             "else by_digest.get(digest, set())",
             "    if wanted:",
+            "        assert path.lstat().st_nlink == 1, (rel, 'a hard link: not its own file')",
             "        mode = stat.S_IMODE(path.lstat().st_mode)",
             "        assert mode in wanted, (rel, oct(mode), sorted(oct(m) for m in wanted))",
             "        checked += 1",

@@ -27,10 +27,11 @@ data shows.
 
 from __future__ import annotations
 
-import re
+import posixpath
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, time, timedelta
 from functools import partial
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from taskloom.errors import NotApplicable
@@ -442,8 +443,9 @@ def _local_date(calendars: CalendarSet, name: str, moment: datetime):
     return moment.astimezone(ZoneInfo(calendars.person(name).zone)).date()
 
 
-def _uid(ctx: StepContext, calendars: CalendarSet, tag: str) -> str:
-    return f"{tag}-{ctx.rng.randrange(16 ** 8):08x}@{ctx.domain.name}.example"
+def _uid(ctx: StepContext, calendars: CalendarSet) -> str:
+    """A new event's UID, alike for every kind of event (`cancelled-...` named the trap)."""
+    return f"event-{ctx.rng.randrange(16 ** 8):08x}@{ctx.domain.name}.example"
 
 
 def _over(ctx: StepContext, calendars: CalendarSet, name: str, start: datetime,
@@ -454,7 +456,7 @@ def _over(ctx: StepContext, calendars: CalendarSet, name: str, start: datetime,
     if shift is None:
         shift = ctx.rng.choice((0, 15, 30)) if minutes > 30 else 0
     title = ctx.rng.choice(("Quarterly review", "Vendor call", "Team lunch", "Coffee chat"))
-    event = timed(ctx, name, person, colleagues, _uid(ctx, calendars, status.lower()),
+    event = timed(ctx, name, person, colleagues, _uid(ctx, calendars),
                   {"CANCELLED": f"{title} (moved)", "TENTATIVE": f"{title}?"}.get(
                       status, title),
                   start + timedelta(minutes=shift), minutes, status=status)
@@ -466,7 +468,7 @@ def _weekly_over(ctx: StepContext, calendars: CalendarSet, name: str, start: dat
     """The set with a weekly meeting of `name` that began before and recurs at `start`."""
     person = calendars.person(name)
     weeks = ctx.rng.randint(1, 2)
-    event = timed(ctx, name, person, [person], _uid(ctx, calendars, "weekly"),
+    event = timed(ctx, name, person, [person], _uid(ctx, calendars),
                   f"Weekly {ctx.rng.choice(ctx.domain.services)} review",
                   start - timedelta(weeks=weeks), minutes,
                   rrule=f"FREQ=WEEKLY;COUNT={weeks + 1}", form=ctx.rng.choice(("own", "utc")))
@@ -481,7 +483,7 @@ def _daily_over(ctx: StepContext, calendars: CalendarSet, name: str, start: date
     """
     person = calendars.person(name)
     days = ctx.rng.randint(1, 4)
-    event = timed(ctx, name, person, [person], _uid(ctx, calendars, "daily"),
+    event = timed(ctx, name, person, [person], _uid(ctx, calendars),
                   ctx.rng.choice(("Daily check-in", "Daily triage", "On-call handover")),
                   start - timedelta(days=days), minutes,
                   rrule=f"FREQ=DAILY;COUNT={days + ctx.rng.randint(1, 3)}",
@@ -520,7 +522,7 @@ def _traps(ctx: StepContext, calendars: CalendarSet, names, start: datetime,
         name = ctx.rng.choice(names)
         person = found.person(name)
         days = ctx.rng.randint(1, 3)
-        event = timed(ctx, name, person, [person], _uid(ctx, found, "weekly"),
+        event = timed(ctx, name, person, [person], _uid(ctx, found),
                       f"Weekly {ctx.rng.choice(ctx.domain.services)} check-in",
                       start - timedelta(days=days), 30,
                       rrule=f"FREQ=WEEKLY;COUNT={days + ctx.rng.randint(1, 2)}",
@@ -531,7 +533,7 @@ def _traps(ctx: StepContext, calendars: CalendarSet, names, start: datetime,
     if answer(found, frozenset({"daily"})) == right:  # read weekly, it recurs at `start`
         name = ctx.rng.choice(names)
         person = found.person(name)
-        event = timed(ctx, name, person, [person], _uid(ctx, found, "daily"),
+        event = timed(ctx, name, person, [person], _uid(ctx, found),
                       ctx.rng.choice(("Daily check-in", "Daily triage", "On-call handover")),
                       start - timedelta(weeks=1), 30,
                       rrule=f"FREQ=DAILY;COUNT={ctx.rng.randint(2, 6)}",
@@ -577,7 +579,7 @@ def _shuffled(ctx: StepContext, events: tuple[Event, ...]) -> tuple[Event, ...]:
 
 
 def _whole_day(ctx: StepContext, calendars: CalendarSet, name: str, day) -> CalendarSet:
-    event = Event(_uid(ctx, calendars, "day"), ctx.rng.choice(("Out of office", "Offsite",
+    event = Event(_uid(ctx, calendars), ctx.rng.choice(("Out of office", "Offsite",
                                                                 "Sick leave", "Conference")),
                   day, day + timedelta(days=1))
     return calendars.with_events(name, _shuffled(ctx, (*calendars.of(name), event)))
@@ -807,7 +809,7 @@ def _planted(ctx: StepContext, calendars: CalendarSet, name: str, colleagues: li
              summary: str, begin: datetime, minutes: int, **options) -> Event:
     """A planted timed event of `name` (its zone form random unless given)."""
     return timed(ctx, name, calendars.person(name), colleagues,
-                 _uid(ctx, calendars, "planted"), summary, begin, minutes, **options)
+                 _uid(ctx, calendars), summary, begin, minutes, **options)
 
 
 def _late_meeting_on_day_off(ctx: StepContext, calendars: CalendarSet) -> CalendarSet:
@@ -822,7 +824,7 @@ def _late_meeting_on_day_off(ctx: StepContext, calendars: CalendarSet) -> Calend
     local = time(23, 0) if offset < timedelta(0) else time(0, 0)  # UTC: next / previous day
     start = datetime.combine(day, local, ZoneInfo(person.zone)).astimezone(UTC)
     title = "Late call with the other office" if offset < timedelta(0) else "Night deploy window"
-    event = timed(ctx, person.name, person, [person], _uid(ctx, calendars, "edge"), title,
+    event = timed(ctx, person.name, person, [person], _uid(ctx, calendars), title,
                   start, 30, form="own")
     found = _whole_day(ctx, calendars, person.name, day)
     return found.with_events(person.name, _shuffled(ctx, (*found.of(person.name), event)))
@@ -938,27 +940,47 @@ def find_conflicts(ctx: StepContext, source) -> StepResult:
         tools=("python3",), notes=(format_notes(calendars),), rules=rules)
 
 
-# Test-side helpers (inlined in the test function): VEVENT blocks as sorted unfolded lines.
-_BOOKED_HELPERS = r'''
+# Test-side helpers (inlined in the test function), which the generator runs too: a
+# calendar's VEVENT blocks as sorted unfolded lines, and its other lines. Component names
+# are read in any case, as readers read them; the file is one VCALENDAR holding every event.
+_BOOKED_HELPERS = r"""
 import re
 from datetime import datetime, timezone
 from zoneinfo import ZoneInfo
 
 
-def blocks(path):
-    text = Path(path).read_text(encoding='utf-8').replace('\r\n', '\n')
+def parse(text, path):
+    text = text.replace('\r\n', '\n')
     lines = [line.rstrip() for line in re.sub(r'\n[ \t]', '', text).split('\n') if line.strip()]
-    assert lines[:1] == ['BEGIN:VCALENDAR'] and lines[-1:] == ['END:VCALENDAR'], path
-    found, current = [], None
+    found, outside, stack, current, calendars = [], [], [], None, 0
     for line in lines:
-        if line == 'BEGIN:VEVENT':
-            current = []
-        elif line == 'END:VEVENT':
-            found.append(sorted(current))
-            current = None
-        elif current is not None:
-            current.append(line)
-    return found
+        head, _, component = line.upper().partition(':')
+        if head == 'BEGIN':
+            if component == 'VCALENDAR':
+                assert not stack and not calendars, (path, 'a second VCALENDAR')
+                calendars += 1
+            else:
+                assert stack, (path, line, 'outside the VCALENDAR')
+            if component == 'VEVENT':
+                assert stack == ['VCALENDAR'], (path, 'a VEVENT inside', stack)
+                current = []
+            stack.append(component)
+            if component == 'VEVENT':
+                continue
+        elif head == 'END':
+            assert stack and stack[-1] == component, (path, line, stack)
+            stack.pop()
+            if component == 'VEVENT':
+                found.append(sorted(current))
+                current = None
+                continue
+        (outside if current is None else current).append(line)
+    assert calendars == 1 and not stack, (path, 'not one whole VCALENDAR')
+    return found, sorted(outside)
+
+
+def blocks(path):
+    return parse(Path(path).read_text(encoding='utf-8'), path)
 
 
 def instant(lines, key):
@@ -971,24 +993,11 @@ def instant(lines, key):
     assert zone, found[0]
     local = datetime.strptime(value, '%Y%m%dT%H%M%S')
     return local.replace(tzinfo=ZoneInfo(zone.group(1).strip('"')))
-'''
-
-
-def _blocks(text: str) -> list[list[str]]:
-    """What the test's `blocks` reads in a calendar text."""
-    text = text.replace("\r\n", "\n")
-    lines = [line.rstrip() for line in re.sub(r"\n[ \t]", "", text).split("\n") if line.strip()]
-    found: list[list[str]] = []
-    current: list[str] | None = None
-    for line in lines:
-        if line == "BEGIN:VEVENT":
-            current = []
-        elif line == "END:VEVENT" and current is not None:
-            found.append(sorted(current))
-            current = None
-        elif current is not None:
-            current.append(line)
-    return found
+"""
+_HELPERS: dict = {"Path": Path}
+exec(_BOOKED_HELPERS, _HELPERS)  # our own constant: the generator reads as the test reads
+# Properties that make one event into several, or free its time, or cancel it.
+NOT_ONE_BUSY_EVENT = ("RRULE", "RDATE", "EXDATE", "EXRULE", "DURATION", "RECURRENCE-ID")
 
 
 @dataclass(frozen=True)
@@ -998,21 +1007,31 @@ class MeetingBooked(Assertion):
     Events compare as their unfolded property lines, in any order.
     """
 
-    files: tuple[tuple[str, tuple[tuple[str, ...], ...], bool], ...] = ()  # path, events, booked
+    # path, events, the other lines (sorted), booked
+    files: tuple[tuple[str, tuple[tuple[str, ...], ...], tuple[str, ...], bool], ...] = ()
     summary: str = ""
     start: str = ""  # UTC, YYYY-MM-DDTHH:MM
     end: str = ""
 
     def body(self) -> list[str]:
-        """Parse every calendar file, match the old events, then the one new event."""
-        files = [(path, [list(event) for event in events], booked)
-                 for path, events, booked in self.files]
+        """Each calendar: its old events, its other lines, then the one new event.
+
+        No calendar file may be added.
+        """
+        files = [(path, [list(event) for event in events], list(other), booked)
+                 for path, events, other, booked in self.files]
+        folder = posixpath.dirname(self.files[0][0])
         return [
             *(line for line in _BOOKED_HELPERS.strip("\n").split("\n") if line.strip()),
             f"expected = [datetime.strptime(x, '%Y-%m-%dT%H:%M').replace(tzinfo=timezone.utc) "
             f"for x in {[self.start, self.end]!r}]",
-            f"for path, events, booked in {files!r}:",
-            "    rest = blocks(path)",
+            f"known = {sorted(posixpath.basename(path) for path, *_ in self.files)!r}",
+            f"added = [name for name in os.listdir({folder!r}) "
+            "if name.lower().endswith('.ics') and name not in known]",
+            "assert not added, ('calendars added', added)",
+            f"for path, events, other, booked in {files!r}:",
+            "    rest, outside = blocks(path)",
+            "    assert outside == other, (path, 'lines outside the events changed')",
             "    for event in events:",
             "        assert event in rest, (path, event)",
             "        rest.remove(event)",
@@ -1020,6 +1039,11 @@ class MeetingBooked(Assertion):
             "        assert rest == [], (path, rest)",
             "        continue",
             "    assert len(rest) == 1, (path, rest)",
+            "    heads = [line.partition(':')[0].split(';')[0].upper() for line in rest[0]]",
+            "    for key in ('UID', 'SUMMARY', 'DTSTART', 'DTEND'):",
+            "        assert heads.count(key) == 1, (path, key, rest[0])",
+            "    assert heads.count('STATUS') <= 1 and heads.count('TRANSP') <= 1, rest[0]",
+            f"    assert not set(heads).intersection({NOT_ONE_BUSY_EVENT!r}), rest[0]",
             "    props = {}",
             "    for line in rest[0]:",
             "        head, _, value = line.partition(':')",
@@ -1028,13 +1052,14 @@ class MeetingBooked(Assertion):
             "    uids = {line.partition(':')[2].strip() for event in events for line in event "
             "if line.upper().startswith('UID:')}",
             "    assert props.get('UID') and props['UID'] not in uids, props",
-            "    assert 'RRULE' not in props and props.get('STATUS', '').upper() != 'CANCELLED'",
+            "    assert props.get('STATUS', '').upper() != 'CANCELLED', props",
+            "    assert props.get('TRANSP', 'OPAQUE').upper() == 'OPAQUE', props",
             "    assert [instant(rest[0], 'DTSTART'), instant(rest[0], 'DTEND')] == expected",
         ]
 
     def reads(self) -> tuple[str, ...]:
         """The calendar files."""
-        return tuple(path for path, _, _ in self.files)
+        return tuple(path for path, *_ in self.files)
 
 
 TITLES = ("Quarterly planning", "Interview loop debrief", "Incident review", "Roadmap sync",
@@ -1087,13 +1112,17 @@ def book_meeting(ctx: StepContext, source) -> StepResult:
              for name in SLOT_RULES if wrong[name] != answer]
     rules.append(Rule("every-attendee", "that every attendee's calendar gets the meeting",
                       _run(_program(PY_BOOK, "attendees"), args)))
-    files = tuple((calendars.file(p.name),
-                   tuple(tuple(b) for b in _blocks(calendars.text(p.name))),
-                   p.name in attendees) for p in calendars.people)
+    files = []
+    for person in calendars.people:
+        path = calendars.file(person.name)
+        events, other = _HELPERS["parse"](calendars.text(person.name), path)
+        files.append((path, tuple(tuple(event) for event in events), tuple(other),
+                      person.name in attendees))
     return StepResult(
         output=output, instruction=sentence, solution=_run(_program(PY_BOOK), args),
         alternative=ctx.python(args, PY_MINUTES + ALT_BOOK),
-        checks=[MeetingBooked(f"\"{title}\" is booked for {who}", files=files, summary=title,
+        checks=[MeetingBooked(f"\"{title}\" is booked for {who}", files=tuple(files),
+                              summary=title,
                               start=answer.strftime("%Y-%m-%dT%H:%M"),
                               end=end.strftime("%Y-%m-%dT%H:%M"))],
         tools=("python3",), notes=(format_notes(calendars),), rules=tuple(rules),

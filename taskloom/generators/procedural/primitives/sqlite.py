@@ -166,10 +166,43 @@ def _condition_args(condition) -> tuple[str, str, str]:
     return condition.column, op, condition.value
 
 
+def _stored_expr(name: str, kind: str) -> str:
+    """How a check reads a stored value: as `quote()` shows it.
+
+    So its type shows (the text '38' is not the integer 38), and so does every space in a
+    text (a line's trailing blanks are not compared); a REAL must be a real, shown with
+    exactly two decimals.
+    """
+    column = ident(name)
+    if kind == "REAL":
+        return f"CASE typeof({column}) WHEN 'real' THEN printf('%.2f', {column}) " \
+               f"ELSE quote({column}) END"
+    return f"quote({column})"
+
+
+def _stored_cell(value, kind: str) -> str:
+    """A value as `_stored_expr` reads it."""
+    if kind == "REAL":
+        return money(cents(value))
+    return "NULL" if value is None else sql_literal(value)
+
+
+def _schema(db: SqliteDb) -> CommandText:
+    """A check that the table is an ordinary table with its columns and their types.
+
+    A view of the kept rows over the whole table is not, nor a table rebuilt with others.
+    """
+    return CommandText(f"`{db.path}` has the table {db.table} with its columns",
+                       argv=_sqlite(db.path, _SCHEMA.format(table=db.table)),
+                       expected="table: " + ", ".join(f"{name} {kind}"
+                                                      for name, kind in db.columns) + "\n",
+                       compare="lines")
+
+
 def _dump(db: SqliteDb, rows, label: str, compare, keys=None) -> CommandText:
     """A check that the table (or the rows with these keys) holds exactly `rows`."""
     key = _key(db)
-    exprs = ", ".join(_value_expr(name, kind) for name, kind in db.columns)
+    exprs = ", ".join(_stored_expr(name, kind) for name, kind in db.columns)
     if key is not None:
         order = ident(db.columns[key][0])
         ordered = sorted(rows, key=lambda r: r[key])
@@ -181,7 +214,8 @@ def _dump(db: SqliteDb, rows, label: str, compare, keys=None) -> CommandText:
         where = (f" WHERE {ident(db.columns[key][0])} IN "
                  f"({', '.join(sql_literal(k) for k in sorted(keys))})")
     query = f"SELECT {exprs} FROM {ident(db.table)}{where} ORDER BY {order}"
-    lines = ["|".join(_cell(v, kind) for v, (_, kind) in zip(row, db.columns, strict=True))
+    lines = ["|".join(_stored_cell(v, kind) for v, (_, kind) in zip(row, db.columns,
+                                                                  strict=True))
              for row in ordered]
     return CommandText(label, argv=_sqlite(db.path, query), expected=lines_text(lines),
                        compare=compare)
@@ -221,10 +255,7 @@ def import_csv(ctx: StepContext, source) -> StepResult:
                   table=table, columns=columns, rows=rows)
     typeof = " || ' ' || ".join(f"typeof({ident(name)})" for name, _ in columns)
     checks = [
-        CommandText(f"`{out}` has the table {table} with its columns",
-                    argv=_sqlite(out, _SCHEMA.format(table=table)),
-                    expected="table: " + ", ".join(f"{name} {kind}" for name, kind in columns)
-                    + "\n", compare="lines"),
+        _schema(db),
         CommandText(f"the columns of {table} hold typed values",
                     argv=_sqlite(out, f"SELECT DISTINCT {typeof} FROM {ident(table)}"),
                     expected=" ".join(kind.lower() for _, kind in columns) + "\n",
@@ -656,11 +687,13 @@ def update_rows(ctx: StepContext, source) -> StepResult:
     output = EditedDb(path=db.path, phrase=_where(db), table=db.table, columns=db.columns,
                       rows=rows, key=key_name, pinned=pinned | sample)
     if ctx.final:
-        checks = [_dump(output, rows, f"{db.table} holds the updated rows", ctx.compare())]
+        checks = [_schema(db), _dump(output, rows, f"{db.table} holds the updated rows",
+                                     ctx.compare())]
     else:
         kept = [row for row in rows if row[key] in sample]
-        checks = [_dump(output, kept, f"the rows of {db.table} whose {condition.words()} "
-                        "are updated, and some others are not", ctx.compare(), keys=sample)]
+        checks = [_schema(db), _dump(output, kept, f"the rows of {db.table} whose "
+                                     f"{condition.words()} are updated, and some others are "
+                                     "not", ctx.compare(), keys=sample)]
     # python: the matching rows found in python, each changed by its rowid
     alternative = ctx.python([db.path, db.table, *_condition_args(condition), target.name,
                               *edit], PY_UPDATE, prelude=PY_SQL)
@@ -718,13 +751,14 @@ def delete_rows(ctx: StepContext, source) -> StepResult:
     output = EditedDb(path=db.path, phrase=_where(db), table=db.table, columns=db.columns,
                       rows=rows, key=key_name, pinned=pinned | kept)
     if ctx.final:
-        checks = [_dump(output, rows, f"{db.table} lost exactly the rows whose "
-                        f"{condition.words()}", ctx.compare())]
+        checks = [_schema(db), _dump(output, rows, f"{db.table} lost exactly the rows whose "
+                                     f"{condition.words()}", ctx.compare())]
     else:
         deleted = sorted(db.rows[i][key] for i in chosen)[:20]
         query = (f"SELECT count(*) FROM {ident(db.table)} WHERE {ident(key_name)} IN "
                  f"({', '.join(sql_literal(k) for k in deleted)})")
-        checks = [CommandText(f"the rows of {db.table} whose {condition.words()} are gone",
+        checks = [_schema(db),
+                  CommandText(f"the rows of {db.table} whose {condition.words()} are gone",
                               argv=_sqlite(db.path, query), expected="0\n", compare="lines"),
                   _dump(output, [row for row in rows if row[key] in kept],
                         f"other rows of {db.table} are kept", ctx.compare(), keys=kept)]
