@@ -120,8 +120,13 @@ TASKLOOM = [sys.executable, "-m", "taskloom.cli"]
 # beside it; a crontab's schedule is read as cron reads it (its day fields, its digits),
 # with no variable above the entry that changes how the shell runs it, a step after `*`
 # or a range only, and its command's words split at the shell's operators.
-TASKS_DIGEST = "c606582a871df4e694490346433ed873fede1644c4acebb71fe015a3be35f3c7"
-HF_EXPORT_DIGEST = "96a40f122825bb56afe9f957ad3db27610b093fa37a2669360c8ef362ebdf152"
+# Then (two runs, same values) a table edited in place is read through quote() and must
+# keep its kind and types; a booking leaves each calendar one calendar, read in any case;
+# a file whose mode a step sets has one link. Then (two runs, same values) an earlier
+# step's mode and owner checks cover what a later rotation plants in the tree, and a check
+# two steps repeat (a clean working tree, a table's schema) runs once.
+TASKS_DIGEST = "d3a9c07b1793826fcad01e8ece0fc24d49f558ddc530dd28035108ea4fdd4d24"
+HF_EXPORT_DIGEST = "5bc8a631cc4c64bfb1030befd9c650f28958c83ad927f7c3d585424c46e66ba3"
 
 
 def test_main_job_dataset_and_hf_export_are_unchanged(tmp_path):

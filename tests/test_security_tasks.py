@@ -25,6 +25,7 @@ from dataclasses import fields, replace
 from pathlib import Path
 
 import pytest
+from endings import rewards, task_for
 
 from taskloom.generators.procedural.backend import ProceduralGenerator, blueprint_for
 from taskloom.generators.procedural.checks import HEADER
@@ -709,6 +710,30 @@ def test_the_rotation_tightens_modes_only_on_the_last_step_and_is_deterministic(
     assert one.task.instruction == two.task.instruction
     assert [f.content for f in one.task.environment] == [f.content for f in two.task.environment]
     assert [f.content for f in one.task.tests] == [f.content for f in two.task.tests]
+
+
+# What a rotation plants (its config and deploy folders) opened to everyone after the work.
+OPENED = ("for folder in {root}/config {root}/deploy; do\n"
+          "  [ -d \"$folder\" ] && {change} \"$folder\"\n"
+          "done\n")
+
+
+@pytest.mark.bwrap
+@pytest.mark.parametrize(("first", "change"), [("perms.set_modes", "chmod 2777"),
+                                               ("perms.chown_tree", "chown nobody:nogroup")])
+def test_what_a_rotation_plants_is_held_to_the_earlier_steps_rule(bwrap_runtime, first,
+                                                                  change):
+    """A rotation after a mode or owner step: its config files are in the tree from the
+    start, so the earlier step's rule holds for them too. The earlier step's check listed
+    the tree as it was before the rotation planted them, so leaving the planted folders
+    2777 or `nobody:nogroup` earned 1 (red team, the permissions chain)."""
+    task = task_for((first, "security.rotate_credential"), 0)
+    root = re.search(r"root = Path\('([^']+)'\)", task.file("tests", "test_outputs.py")
+                     .content.decode()).group(1)
+    found = rewards(bwrap_runtime, (first, "security.rotate_credential"), 0, endings={
+        "reference": "", "planted-folders-left-open": OPENED.format(root=root,
+                                                                    change=change)})
+    assert found == {"reference": 1.0, "planted-folders-left-open": 0.0}, found
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")

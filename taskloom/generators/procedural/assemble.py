@@ -18,12 +18,13 @@ import posixpath
 import re
 
 from taskloom.errors import NoDraft
-from taskloom.generators.procedural.artifacts import Artifact
+from taskloom.generators.procedural.artifacts import Artifact, FileTree
 from taskloom.generators.procedural.briefing import opening
-from taskloom.generators.procedural.checks import Assertion, render_tests, running_order
+from taskloom.generators.procedural.checks import Assertion, once, render_tests, running_order
 from taskloom.generators.procedural.domains import domain as get_domain
 from taskloom.generators.procedural.primitives import PRIMITIVES, SOURCES
 from taskloom.generators.procedural.primitives.base import Rule, StepContext, StepResult
+from taskloom.generators.procedural.primitives.perms import with_planted
 from taskloom.generators.procedural.primitives.sqlite import end_states
 from taskloom.generators.procedural.world import World
 from taskloom.generators.protocols import Blueprint
@@ -92,6 +93,7 @@ def assemble(blueprint: Blueprint, graph: SkillGraph, attempt: int = 0) -> Assem
     context = _context(blueprint, domain, world, 0, attempt, used)
     artifact: Artifact = SOURCES[context.rng.choice(source_types)](context)
     results: list[StepResult] = []
+    there: list[set[str]] = []  # the environment's files after each step
     named: list[tuple[str, str]] = []  # (letter, phrase) of each hidden step's result
     for number, skill_id in enumerate(blueprint.path, start=1):
         step = _context(blueprint, domain, world, number, attempt, used)
@@ -107,6 +109,7 @@ def assemble(blueprint: Blueprint, graph: SkillGraph, attempt: int = 0) -> Assem
             raise TypeError(f"primitive {skill_id} produced {result.output.kind}, the graph "
                             f"says {produced}")
         results.append(result)
+        there.append(set(world.files))
         artifact = result.output
         if not goal_only or result.side_effect:  # a shown step: the next names its path
             artifact = dataclasses.replace(artifact, phrase=_path_phrase(artifact))
@@ -120,6 +123,7 @@ def assemble(blueprint: Blueprint, graph: SkillGraph, attempt: int = 0) -> Assem
              for index, result in enumerate(results)]
     instruction = _instruction(blueprint, graph, results, shown, domain, named)
     checks = []
+    trees = {r.output.path: r.output for r in results if isinstance(r.output, FileTree)}
     for index, (result, visible) in enumerate(zip(results, shown, strict=True)):
         if not visible:
             continue
@@ -131,12 +135,14 @@ def assemble(blueprint: Blueprint, graph: SkillGraph, attempt: int = 0) -> Assem
             before = results[index - 1]
             checks += [dataclasses.replace(check, demands=words) for check in before.checks
                        if check.reads() == (before.output.path,)]
-        checks += [dataclasses.replace(check, demands=words) for check in result.checks]
+        planted = set(world.files) - there[index]  # by later steps
+        checks += [dataclasses.replace(with_planted(check, planted, trees), demands=words)
+                   for check in result.checks]
     for steps, check in end_states([(r.output, r.side_effect) for r in results]):
         words = (word for step in steps for word in demands(results[step],
                                                             difficulty.specification))
         checks.append(dataclasses.replace(check, demands=tuple(dict.fromkeys(words))))
-    checks = running_order(checks)
+    checks = running_order(once(checks))
     uncited = [c.label for c in checks if not all(quote in instruction for quote in c.demands)]
     if uncited:
         raise TypeError(f"the check {uncited[0]!r} cites words the instruction does not show")

@@ -21,7 +21,7 @@ import hashlib
 import json
 import posixpath
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import ClassVar, Literal
 
 from taskloom import pysource
@@ -761,6 +761,21 @@ class UsersExist(Assertion):
 
     def reads(self) -> tuple[str, ...]:
         return ACCOUNT_FILES
+
+
+def once(checks: list[Assertion]) -> list[Assertion]:
+    """Each test once.
+
+    A check whose body repeats an earlier one's (two edits of one table each check its
+    schema) merges into that one, which then cites both steps' words.
+    """
+    kept: dict[tuple, Assertion] = {}
+    for check in checks:
+        key = (type(check), tuple(check.body()))
+        first = kept.get(key)
+        kept[key] = check if first is None else replace(
+            first, demands=tuple(dict.fromkeys(first.demands + check.demands)))
+    return list(kept.values())
 
 
 def running_order(checks: list[Assertion]) -> list[Assertion]:

@@ -83,8 +83,9 @@ class TreeModes(Assertion):
             "    wanted = {m for r, d, m in files if r == rel and d == digest} if rel in known "
             "else by_digest.get(digest, set())",
             "    if wanted:",
-            "        assert path.lstat().st_nlink == 1, (rel, 'a hard link: not its own file')",
-            "        mode = stat.S_IMODE(path.lstat().st_mode)",
+            "        info = path.lstat()",
+            "        assert info.st_nlink == 1, (rel, 'a hard link: not its own file')",
+            "        mode = stat.S_IMODE(info.st_mode)",
             "        assert mode in wanted, (rel, oct(mode), sorted(oct(m) for m in wanted))",
             "        checked += 1",
             "assert checked, 'none of the files is left in the tree'",
@@ -189,6 +190,35 @@ class UsersAbsent(Assertion):
     def reads(self) -> tuple[str, ...]:
         """The account database."""
         return ACCOUNT_FILES
+
+
+def with_planted(check: Assertion, planted: set[str], trees: dict[str, FileTree]
+                 ) -> Assertion:
+    """An earlier step's tree check, extended to what later steps planted in the tree.
+
+    Later steps' files (`planted`, absolute paths) are in the environment from the start,
+    so the earlier step's rule holds for those in its tree and their folders too: they are
+    checked as the chain leaves them (`trees`: each tree after the last step that outputs
+    it). Left out, a credential rotation's planted `config/` stayed 2777 `nobody:nogroup`
+    and earned 1 (red-team round of the permissions chain). Other checks come back as they
+    are.
+    """
+    if not isinstance(check, TreeModes | TreeOwners) or check.root not in trees:
+        return check
+    final = trees[check.root]
+    top = final.path.rstrip("/") + "/"
+    planted = {path[len(top):] for path in planted if path.startswith(top)}
+    files = [f for f in final.files if f.relpath in planted]
+    folders = [d for d in _dirs(replace(final, files=tuple(files))) if d]
+    if isinstance(check, TreeModes):
+        listed = {rel for rel, _ in check.dirs}
+        directory = dict(check.dirs)[""]
+        return replace(check, files=check.files + tuple(
+            (f.relpath, sha256(f.content), f.mode) for f in files),
+            dirs=check.dirs + tuple((d, directory) for d in folders if d not in listed))
+    owned = [f.relpath for f in files if (f.owner, f.group) == (check.user, check.group)]
+    return replace(check, paths=check.paths + tuple(
+        p for p in [*folders, *owned] if p not in check.paths))
 
 
 def _tree(source) -> FileTree:

@@ -443,7 +443,7 @@ def _local_date(calendars: CalendarSet, name: str, moment: datetime):
     return moment.astimezone(ZoneInfo(calendars.person(name).zone)).date()
 
 
-def _uid(ctx: StepContext, calendars: CalendarSet) -> str:
+def _uid(ctx: StepContext) -> str:
     """A new event's UID, alike for every kind of event (`cancelled-...` named the trap)."""
     return f"event-{ctx.rng.randrange(16 ** 8):08x}@{ctx.domain.name}.example"
 
@@ -456,7 +456,7 @@ def _over(ctx: StepContext, calendars: CalendarSet, name: str, start: datetime,
     if shift is None:
         shift = ctx.rng.choice((0, 15, 30)) if minutes > 30 else 0
     title = ctx.rng.choice(("Quarterly review", "Vendor call", "Team lunch", "Coffee chat"))
-    event = timed(ctx, name, person, colleagues, _uid(ctx, calendars),
+    event = timed(ctx, name, person, colleagues, _uid(ctx),
                   {"CANCELLED": f"{title} (moved)", "TENTATIVE": f"{title}?"}.get(
                       status, title),
                   start + timedelta(minutes=shift), minutes, status=status)
@@ -468,7 +468,7 @@ def _weekly_over(ctx: StepContext, calendars: CalendarSet, name: str, start: dat
     """The set with a weekly meeting of `name` that began before and recurs at `start`."""
     person = calendars.person(name)
     weeks = ctx.rng.randint(1, 2)
-    event = timed(ctx, name, person, [person], _uid(ctx, calendars),
+    event = timed(ctx, name, person, [person], _uid(ctx),
                   f"Weekly {ctx.rng.choice(ctx.domain.services)} review",
                   start - timedelta(weeks=weeks), minutes,
                   rrule=f"FREQ=WEEKLY;COUNT={weeks + 1}", form=ctx.rng.choice(("own", "utc")))
@@ -483,7 +483,7 @@ def _daily_over(ctx: StepContext, calendars: CalendarSet, name: str, start: date
     """
     person = calendars.person(name)
     days = ctx.rng.randint(1, 4)
-    event = timed(ctx, name, person, [person], _uid(ctx, calendars),
+    event = timed(ctx, name, person, [person], _uid(ctx),
                   ctx.rng.choice(("Daily check-in", "Daily triage", "On-call handover")),
                   start - timedelta(days=days), minutes,
                   rrule=f"FREQ=DAILY;COUNT={days + ctx.rng.randint(1, 3)}",
@@ -522,7 +522,7 @@ def _traps(ctx: StepContext, calendars: CalendarSet, names, start: datetime,
         name = ctx.rng.choice(names)
         person = found.person(name)
         days = ctx.rng.randint(1, 3)
-        event = timed(ctx, name, person, [person], _uid(ctx, found),
+        event = timed(ctx, name, person, [person], _uid(ctx),
                       f"Weekly {ctx.rng.choice(ctx.domain.services)} check-in",
                       start - timedelta(days=days), 30,
                       rrule=f"FREQ=WEEKLY;COUNT={days + ctx.rng.randint(1, 2)}",
@@ -533,7 +533,7 @@ def _traps(ctx: StepContext, calendars: CalendarSet, names, start: datetime,
     if answer(found, frozenset({"daily"})) == right:  # read weekly, it recurs at `start`
         name = ctx.rng.choice(names)
         person = found.person(name)
-        event = timed(ctx, name, person, [person], _uid(ctx, found),
+        event = timed(ctx, name, person, [person], _uid(ctx),
                       ctx.rng.choice(("Daily check-in", "Daily triage", "On-call handover")),
                       start - timedelta(weeks=1), 30,
                       rrule=f"FREQ=DAILY;COUNT={ctx.rng.randint(2, 6)}",
@@ -579,7 +579,7 @@ def _shuffled(ctx: StepContext, events: tuple[Event, ...]) -> tuple[Event, ...]:
 
 
 def _whole_day(ctx: StepContext, calendars: CalendarSet, name: str, day) -> CalendarSet:
-    event = Event(_uid(ctx, calendars), ctx.rng.choice(("Out of office", "Offsite",
+    event = Event(_uid(ctx), ctx.rng.choice(("Out of office", "Offsite",
                                                                 "Sick leave", "Conference")),
                   day, day + timedelta(days=1))
     return calendars.with_events(name, _shuffled(ctx, (*calendars.of(name), event)))
@@ -809,7 +809,7 @@ def _planted(ctx: StepContext, calendars: CalendarSet, name: str, colleagues: li
              summary: str, begin: datetime, minutes: int, **options) -> Event:
     """A planted timed event of `name` (its zone form random unless given)."""
     return timed(ctx, name, calendars.person(name), colleagues,
-                 _uid(ctx, calendars), summary, begin, minutes, **options)
+                 _uid(ctx), summary, begin, minutes, **options)
 
 
 def _late_meeting_on_day_off(ctx: StepContext, calendars: CalendarSet) -> CalendarSet:
@@ -824,7 +824,7 @@ def _late_meeting_on_day_off(ctx: StepContext, calendars: CalendarSet) -> Calend
     local = time(23, 0) if offset < timedelta(0) else time(0, 0)  # UTC: next / previous day
     start = datetime.combine(day, local, ZoneInfo(person.zone)).astimezone(UTC)
     title = "Late call with the other office" if offset < timedelta(0) else "Night deploy window"
-    event = timed(ctx, person.name, person, [person], _uid(ctx, calendars), title,
+    event = timed(ctx, person.name, person, [person], _uid(ctx), title,
                   start, 30, form="own")
     found = _whole_day(ctx, calendars, person.name, day)
     return found.with_events(person.name, _shuffled(ctx, (*found.of(person.name), event)))
