@@ -6,6 +6,8 @@ the reference solution, each in its own phase of one trial.
 
 from __future__ import annotations
 
+import functools
+
 from taskloom.config import ValidationConfig
 from taskloom.generators.procedural.backend import ProceduralGenerator, blueprint_for
 from taskloom.models import Task, TaskFile
@@ -17,8 +19,10 @@ from taskloom.validators.protocol import TrialPart
 GRAPH = load_graph()
 
 
+@functools.cache
 def task_for(skills: tuple[str, ...], seed: int, scenario: str | None = None) -> Task:
-    """The procedural task of these skills and seed (in this scenario)."""
+    """The procedural task of these skills and seed (in this scenario), made once (a Task
+    is frozen)."""
     blueprint = blueprint_for(GRAPH, skills, seed=seed, scenario=scenario)
     return ProceduralGenerator(GRAPH).generate(blueprint).task
 
@@ -28,9 +32,14 @@ def rewards(runtime, skills: tuple[str, ...], seed: int, endings: dict[str, str]
     """The reward of the task's reference solution followed by each ending, in one trial."""
     task = task_for(skills, seed, scenario)
     fix = task.file("solution", "solve.sh").content.decode()
-    part = TrialPart(phases=tuple(Phase(name=name, solution=name) for name in endings),
-                     solutions={name: (TaskFile(path="solve.sh", content=(fix + end).encode(),
+    return solution_rewards(runtime, task, {name: fix + end for name, end in endings.items()})
+
+
+def solution_rewards(runtime, task: Task, solutions: dict[str, str]) -> dict[str, float]:
+    """The reward of each solution script, each in its own phase of one trial."""
+    part = TrialPart(phases=tuple(Phase(name=name, solution=name) for name in solutions),
+                     solutions={name: (TaskFile(path="solve.sh", content=script.encode(),
                                                 mode=0o755),)
-                                for name, end in endings.items()})
+                                for name, script in solutions.items()})
     plan, _ = plan_trial(task, ValidationConfig(), [part])
     return {phase.name: phase.reward for phase in runtime.run(plan).phases}

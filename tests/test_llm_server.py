@@ -173,30 +173,31 @@ def test_refiner_of_a_real_server_keeps_checks_cited(llama):
 
 
 @pytest.mark.docker
-def test_hybrid_backend_end_to_end_with_judge(llama, tmp_path, docker_client_ready):
+def test_hybrid_backend_rewrites_through_a_real_server(llama, tmp_path, docker_client_ready):
+    # One short one-step item (543 characters): the rewrite is the only model work. The
+    # judge's real-server run is the next test; the hybrid's judged, exported run is the
+    # mock's (test_mock_model.py).
     out = tmp_path / "run"
     config = load_run_config(None, options(llama.base_url, "backend=hybrid", "count=1",
-                                           "max_items=2", "refine_rounds=1", "seed=1",
-                                           'validation.checks=["+judge"]'))
+                                           "max_items=1", "refine_rounds=0", "seed=9",
+                                           "difficulty.steps=1"))
     summary = Runner(config, out).run()
     assert summary.status == "finished"
     funnel = {row.stage: row for row in summary.funnel}
-    assert funnel["plan"].n_in == 2 and funnel["plan"].tokens == 0  # procedural plans
-    assert funnel["generate"].n_in == 2 and funnel["generate"].tokens > 0
-    items = query(out, "SELECT item, status, reason FROM items ORDER BY item")
-    assert len(items) == 2 and all(status in FINAL for _, status, _ in items)
-    rewrites = query(out, "SELECT item, count(*) FROM llm_cache WHERE purpose = 'rewriter' "
-                          "GROUP BY item")
-    assert len(rewrites) == 2
-    failed = [(item, reason) for item, status, reason in items if status == "failed"]
-    made = drafts(out)
-    assert len(made) + len(failed) == 2  # each item got a hybrid draft or failed rewriting
-    for item, reason in failed:  # the rewrite dropped a requirement twice (retried once)
-        assert "rewrite" in reason
-        assert dict(rewrites)[item] >= 2
-    for draft in made:
+    assert funnel["plan"].n_in == 1 and funnel["plan"].tokens == 0  # a procedural plan
+    assert funnel["generate"].n_in == 1 and funnel["generate"].tokens > 0
+    [(item, status, reason)] = query(out, "SELECT item, status, reason FROM items")
+    assert status in FINAL
+    rewrites = query(out, "SELECT count(*) FROM llm_cache WHERE purpose = 'rewriter'")[0][0]
+    validated = query(out, f"SELECT count(*) FROM verdicts WHERE item = {item}")[0][0]
+    if status == "failed":  # a 135M model drops a requirement or runs out of tokens twice
+        assert reason.startswith("rewrite"), reason
+        assert rewrites == 2 and validated == 0 and not drafts(out)
+    else:  # the rewrite kept every requirement: a hybrid draft, validated in Docker
+        [draft] = drafts(out)
         assert draft["generator"] == "hybrid/1"
         assert draft["task"]["config"]["metadata"]["persona"]
+        assert 1 <= rewrites <= 2 and validated > 0
 
 
 @pytest.mark.docker

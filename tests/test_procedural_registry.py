@@ -69,16 +69,15 @@ def test_every_primitive_withstands_every_probe(bwrap_runtime, verifier):
     and tests/test_tamper.py runs each probe in both modes on both runtimes for chained
     tasks.
     """
-    runtime = bwrap_runtime
     generator = ProceduralGenerator(GRAPH, verifier=verifier)
     config = ValidationConfig(checks=("tamper",), probes="each")
     drafts = [generator.generate(blueprint_for(GRAPH, (skill,), seed=0,
                                                difficulty=difficulty_for(0)))
               for skill in sorted(PRIMITIVES)]
-    jobs = [lambda d=draft: validate_task(d.task, runtime, config,
+    jobs = [lambda d=draft: validate_task(d.task, bwrap_runtime, config,
                                           expected_values=d.expected_values)
             for draft in drafts]
-    reports = list(validate_all(jobs, runtime, workers=2))
+    reports = list(validate_all(jobs, bwrap_runtime, workers=2))
     assert len(reports) == len(PRIMITIVES)
     assert all(any(v.check == "tamper" for v in r.verdicts) for r in reports)
     forged = [r for r in reports if not r.accepted]

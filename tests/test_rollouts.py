@@ -100,8 +100,14 @@ def test_the_reference_solution_turn_by_turn_earns_1_and_a_rerun_pays_nothing(
 
 @pytest.mark.slow
 def test_every_primitive_is_solved_by_its_reference_steps(runtime_name, request, tmp_path):
+    """Every primitive on bwrap; in Docker, the first of each family (the agent's commands
+    take the same path through the runtime for every task): 21 tasks in 24 s, where all 88
+    took 81 s of CI."""
     runtime = request.getfixturevalue(f"{runtime_name}_runtime")
-    tasks = procedural(*[(skill,) for skill in sorted(PRIMITIVES)])
+    skills = sorted(PRIMITIVES)
+    if runtime_name == "docker":
+        skills = sorted({skill.split(".")[0]: skill for skill in reversed(skills)}.values())
+    tasks = procedural(*[(skill,) for skill in skills])
     server = replaying(tasks)
     try:
         report = solve(tasks, scripted_llm(server), runtime, tmp_path / "run", k=1,
@@ -111,7 +117,7 @@ def test_every_primitive_is_solved_by_its_reference_steps(runtime_name, request,
     failed = {r.task: (r.reward, r.error, r.trajectory.turns[-2:] if r.trajectory else None)
               for r in attempts(tmp_path / "run") if not r.passed}
     assert not failed
-    assert len(report.tasks) == len(PRIMITIVES)
+    assert len(report.tasks) == len(skills)
 
 
 def test_a_model_server_failing_mid_attempt_is_an_error_and_a_resume_finishes(

@@ -25,7 +25,7 @@ from dataclasses import fields, replace
 from pathlib import Path
 
 import pytest
-from endings import rewards, task_for
+from endings import rewards, solution_rewards, task_for
 
 from taskloom.generators.procedural.backend import ProceduralGenerator, blueprint_for
 from taskloom.generators.procedural.checks import HEADER
@@ -33,6 +33,7 @@ from taskloom.generators.procedural.domains import DOMAINS
 from taskloom.generators.procedural.primitives.base import StepContext
 from taskloom.generators.procedural.primitives.security import (
     ELSEWHERE,
+    Deleted,
     ObjectStore,
     ScrubRules,
     SecretPurged,
@@ -294,7 +295,19 @@ def test_the_secret_scan_sees_names_links_attributes_and_compressed_copies(tmp_p
                            b"0x%02x" % byte for byte in original) + b"};"),
                        ("app.env.oct", b",".join(b"%03o" % byte for byte in original)),
                        ("members.tar", _members(4200, base64.b64encode(gzip.compress(
-                           original))))):
+                           original)))),
+                       # round 7 (the rotation's forger): a copy sealed by `openssl enc`, as
+                       # written, in base64 (-a), behind other bytes, in a tar; age's and
+                       # OpenPGP's armor
+                       ("app.env.enc", _enciphered(original)),
+                       ("app.env.enc.b64", _wrapped(base64.b64encode(_enciphered(original)),
+                                                    64)),
+                       ("app.env.enc.late", b"\n" + _enciphered(original)),
+                       ("sealed.tar", _members(2, _enciphered(original))),
+                       ("app.env.age", b"-----BEGIN AGE ENCRYPTED FILE-----\n" +
+                        _wrapped(base64.b64encode(_enciphered(original)[16:]), 64)),
+                       ("app.env.asc", b"-----BEGIN PGP MESSAGE-----\n\n" +
+                        _wrapped(base64.b64encode(_enciphered(original)[16:]), 64))):
         assert SECRET.encode() not in data, name
         (backups / name).write_bytes(data)
         assert not _scan(tree, backups), name
@@ -310,6 +323,13 @@ def test_the_secret_scan_sees_names_links_attributes_and_compressed_copies(tmp_p
     backups.rename(elsewhere)
     backups.symlink_to(elsewhere)
     assert not _scan(tree, backups)
+
+
+def _enciphered(data: bytes) -> bytes:
+    """`openssl enc -aes-256-cbc -pbkdf2` output of `data`: its mark, the salt, then
+    ciphertext (here a stand-in of the same length: the scan reads no cipher)."""
+    return b"Salted__" + bytes(range(8)) + hashlib.shake_256(data).digest(
+        (len(data) // 16 + 1) * 16)  # padded to whole blocks
 
 
 def _members(count: int, last: bytes) -> bytes:
@@ -578,7 +598,13 @@ def _build(tmp_path: Path, world: World) -> None:
 
 
 def _local(script: str, tmp_path: Path) -> str:
-    return script.replace("/var/lib/vault/", f"{tmp_path}/outside/var/lib/vault/")
+    """The script on the test host: paths outside the tree below tmp_path/outside (a
+    mutant moves the stale backups to /root)."""
+    (tmp_path / "outside" / "root").mkdir(parents=True, exist_ok=True)
+    local = script.replace("/var/lib/vault/", f"{tmp_path}/outside/var/lib/vault/").replace(
+        " -t /root ", f" -t {tmp_path}/outside/root ")
+    assert "/root" not in local.replace(f"{tmp_path}/outside/", ""), "a host path: /root"
+    return local
 
 
 def _holds(check) -> bool:
@@ -590,7 +616,9 @@ def _holds(check) -> bool:
 
 
 def _rotation_checks(result, tmp_path: Path):
+    """The checks on the test host: copies and kept backups are looked for below tmp_path."""
     return [replace(c, places=(str(tmp_path / "outside"),)) if isinstance(c, SecretsAbsent)
+            else replace(c, top=str(tmp_path)) if isinstance(c, Deleted)
             else c for c in result.checks]
 
 
@@ -607,8 +635,8 @@ def test_the_rotation_solutions_reach_the_expected_bytes_and_each_mutant_fails(t
         _build(tmp_path, world)
         subprocess.run(["bash", "-c", "set -eu\n" + _local(script, tmp_path)], check=True)
         assert all(_holds(c) for c in checks), script[:200]
-    assert {r.name for r in result.rules} >= {"delete-backups", "same-key", "url-encoded",
-                                               "keep-clean-backups"}
+    assert {r.name for r in result.rules} >= {"delete-backups", "moved-backups", "same-key",
+                                               "url-encoded", "keep-clean-backups"}
     for rule in result.rules:
         _build(tmp_path, world)
         subprocess.run(["bash", "-c", "set -eu\n" + _local(rule.ignored, tmp_path)],
@@ -734,6 +762,28 @@ def test_what_a_rotation_plants_is_held_to_the_earlier_steps_rule(bwrap_runtime,
         "reference": "", "planted-folders-left-open": OPENED.format(root=root,
                                                                     change=change)})
     assert found == {"reference": 1.0, "planted-folders-left-open": 0.0}, found
+
+
+@pytest.mark.bwrap
+def test_stale_backups_moved_anywhere_are_not_deleted(bwrap_runtime):
+    """Stale backups moved out of the tree are kept, not deleted: the tree's listing and the
+    scan of the usual places passed them (moved to `/root`, `/run`, `/boot` or `/`, then
+    below a path too long for os.walk: each earned 1 in a red-team round of the
+    rotation)."""
+    task = task_for(("security.rotate_credential",), 0)
+    reference = task.file("solution", "solve.sh").content.decode()
+    assert reference.count("xargs -0 -r rm -f --") == 1
+    kept = {f"moved-to-{place.strip('/') or 'top'}": reference.replace(
+        "xargs -0 -r rm -f --", f"xargs -0 -r mv --backup=numbered -t {place} --")
+        for place in ("/root", "/run", "/boot", "/")}
+    # below a path longer than PATH_MAX (4096), which os.walk skipped without a word
+    kept["moved-below-a-long-path"] = reference.replace(
+        "xargs -0 -r rm -f --", "xargs -0 -r python3 -c 'import os, sys\n"
+        "os.chdir(\"/root\")\nfor _ in range(20):\n    os.mkdir(\"x\" * 240)\n"
+        "    os.chdir(\"x\" * 240)\nfor path in sys.argv[1:]:\n"
+        "    os.rename(path, os.path.basename(path))'")
+    found = solution_rewards(bwrap_runtime, task, {"reference": reference, **kept})
+    assert found == {"reference": 1.0, **dict.fromkeys(kept, 0.0)}, found
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")

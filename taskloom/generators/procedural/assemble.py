@@ -24,7 +24,6 @@ from taskloom.generators.procedural.checks import Assertion, once, render_tests,
 from taskloom.generators.procedural.domains import domain as get_domain
 from taskloom.generators.procedural.primitives import PRIMITIVES, SOURCES
 from taskloom.generators.procedural.primitives.base import Rule, StepContext, StepResult
-from taskloom.generators.procedural.primitives.perms import with_planted
 from taskloom.generators.procedural.primitives.sqlite import end_states
 from taskloom.generators.procedural.world import World
 from taskloom.generators.protocols import Blueprint
@@ -136,7 +135,7 @@ def assemble(blueprint: Blueprint, graph: SkillGraph, attempt: int = 0) -> Assem
             checks += [dataclasses.replace(check, demands=words) for check in before.checks
                        if check.reads() == (before.output.path,)]
         planted = set(world.files) - there[index]  # by later steps
-        checks += [dataclasses.replace(with_planted(check, planted, trees), demands=words)
+        checks += [dataclasses.replace(check.covering(planted, trees), demands=words)
                    for check in result.checks]
     for steps, check in end_states([(r.output, r.side_effect) for r in results]):
         words = (word for step in steps for word in demands(results[step],

@@ -22,10 +22,13 @@ import json
 import posixpath
 import re
 from dataclasses import dataclass, field, replace
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from taskloom import pysource
 from taskloom.sandbox.base_image import IMAGE_PATH
+
+if TYPE_CHECKING:
+    from taskloom.generators.procedural.artifacts import FileTree
 
 Compare = Literal["set", "lines", "exact"]
 Form = Literal["text", "csv", "paths"]
@@ -382,6 +385,15 @@ class Assertion:
     def reads(self) -> tuple[str, ...]:
         """Absolute paths whose state the check reads: what a separate verifier must get."""
         raise NotImplementedError
+
+    def covering(self, planted: set[str], trees: dict[str, FileTree]) -> Assertion:
+        """This check, held also for what later steps of its chain planted.
+
+        `planted`: absolute paths later steps put in the environment, there from the start;
+        `trees`: each tree as the chain leaves it. A rule over a whole tree holds for what
+        was planted in it; most checks name their own step's files and come back as they are.
+        """
+        return self
 
     @property
     def portable(self) -> bool:

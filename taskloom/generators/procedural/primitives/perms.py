@@ -100,6 +100,17 @@ class TreeModes(Assertion):
         """The tree."""
         return (self.root,)
 
+    def covering(self, planted: set[str], trees: dict[str, FileTree]) -> TreeModes:
+        """Planted files keep their final modes; their folders get the root's."""
+        files, folders = _planted(self.root, planted, trees)
+        if not files:
+            return self
+        listed = {rel for rel, _ in self.dirs}
+        directory = dict(self.dirs)[""]
+        return replace(self, files=self.files + tuple(
+            (f.relpath, sha256(f.content), f.mode) for f in files),
+            dirs=self.dirs + tuple((d, directory) for d in folders if d not in listed))
+
     @property
     def portable(self) -> bool:
         """Artifacts lose setuid and setgid bits."""
@@ -139,6 +150,18 @@ class TreeOwners(Assertion):
     def reads(self) -> tuple[str, ...]:
         """The tree."""
         return (self.root,)
+
+    def covering(self, planted: set[str], trees: dict[str, FileTree]) -> TreeOwners:
+        """Planted folders, and planted files the chain leaves with this owner.
+
+        A file a later step hands to another account is that step's to check.
+        """
+        files, folders = _planted(self.root, planted, trees)
+        if not files:
+            return self
+        owned = [f.relpath for f in files if (f.owner, f.group) == (self.user, self.group)]
+        return replace(self, paths=self.paths + tuple(
+            p for p in [*folders, *owned] if p not in self.paths))
 
     @property
     def portable(self) -> bool:
@@ -192,33 +215,21 @@ class UsersAbsent(Assertion):
         return ACCOUNT_FILES
 
 
-def with_planted(check: Assertion, planted: set[str], trees: dict[str, FileTree]
-                 ) -> Assertion:
-    """An earlier step's tree check, extended to what later steps planted in the tree.
+def _planted(root: str, planted: set[str], trees: dict[str, FileTree]
+             ) -> tuple[list[TreeFile], list[str]]:
+    """What later steps planted in the tree at `root`, as the chain leaves it.
 
-    Later steps' files (`planted`, absolute paths) are in the environment from the start,
-    so the earlier step's rule holds for those in its tree and their folders too: they are
-    checked as the chain leaves them (`trees`: each tree after the last step that outputs
-    it). Left out, a credential rotation's planted `config/` stayed 2777 `nobody:nogroup`
-    and earned 1 (red-team round of the permissions chain). Other checks come back as they
-    are.
+    The files and the folders they need (relative to the root). Left out of a tree check, a
+    credential rotation's planted `config/` stayed 2777 `nobody:nogroup` and earned 1
+    (red-team round of the permissions chain).
     """
-    if not isinstance(check, TreeModes | TreeOwners) or check.root not in trees:
-        return check
-    final = trees[check.root]
+    if root not in trees:
+        return [], []
+    final = trees[root]
     top = final.path.rstrip("/") + "/"
-    planted = {path[len(top):] for path in planted if path.startswith(top)}
-    files = [f for f in final.files if f.relpath in planted]
-    folders = [d for d in _dirs(replace(final, files=tuple(files))) if d]
-    if isinstance(check, TreeModes):
-        listed = {rel for rel, _ in check.dirs}
-        directory = dict(check.dirs)[""]
-        return replace(check, files=check.files + tuple(
-            (f.relpath, sha256(f.content), f.mode) for f in files),
-            dirs=check.dirs + tuple((d, directory) for d in folders if d not in listed))
-    owned = [f.relpath for f in files if (f.owner, f.group) == (check.user, check.group)]
-    return replace(check, paths=check.paths + tuple(
-        p for p in [*folders, *owned] if p not in check.paths))
+    inside = {path[len(top):] for path in planted if path.startswith(top)}
+    files = [f for f in final.files if f.relpath in inside]
+    return files, [d for d in _dirs(replace(final, files=tuple(files))) if d]
 
 
 def _tree(source) -> FileTree:

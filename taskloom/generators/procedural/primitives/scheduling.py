@@ -620,7 +620,7 @@ def _plan_slot(ctx: StepContext, calendars: CalendarSet):
     """(calendars, attendees, minutes, notice, answer, mutant answers) where rules show."""
     # a length the request named (quarter hours up to two hours), else one of MINUTES
     asked = next((n for n in ctx.numbers if 15 <= n <= 120 and n % 15 == 0), None)
-    fallback = None
+    best = None
     for tries in range(40):
         attendees = _attendees(ctx, calendars, tries)
         minutes = asked or ctx.rng.choice(MINUTES)
@@ -695,12 +695,16 @@ def _plan_slot(ctx: StepContext, calendars: CalendarSet):
             continue
         if not found.pristine and len(shown) < 3:
             continue
-        fallback = fallback or (found, attendees, minutes, notice, right, wrong)
-        if set(TRAPS) <= set(shown) or tries > 20:  # whole days read as UTC days: rarer
-            return fallback if not set(TRAPS) <= set(shown) else \
-                (found, attendees, minutes, notice, right, wrong)
-    if fallback:
-        return fallback
+        # Preferred: every trap shows (whole days read as UTC days are rarer), and lunch
+        # (no plant can make it matter without moving the answer: a request is drawn again
+        # until the lunch-ignoring answer falls in someone's lunch; 60% did not before).
+        score = (set(TRAPS) <= set(shown), "lunch" in shown)
+        if best is None or score > best[0]:
+            best = (score, (found, attendees, minutes, notice, right, wrong))
+        if all(score) or tries > 20:
+            return best[1]
+    if best:
+        return best[1]
     raise NotApplicable("no meeting request whose rules all show on these calendars")
 
 

@@ -18,17 +18,19 @@ correct rewrite keeps. Whether the secret is gone is read from the object databa
 itself (every blob, reachable or not), never from a listing the agent could curate.
 
 A secret kept anywhere earns nothing, as far as the checks can look cheaply: the tree (or
-the repository's working tree) must hold exactly the expected files and their folders,
-no other entry (ignored, empty or hidden ones included), and `.git/objects` nothing but
-git's own loose objects, packs and `info/` files; every entry below the tree or repository
-is scanned for the secrets in its name, link target, extended attributes and bytes, as
-they are and decompressed (gzip, bzip2, xz, zlib, zip and tar members, git packs and
-bundles, up to 32 layers deep). The same scan covers the places a copy is usually left: the
-folder around the tree or repository and `/tmp`, `/var/tmp`, `/var/backups` (`ELSEWHERE`),
-all of which the instruction names. Its limit: a copy elsewhere on the disk (`/root`,
-where the agent's own tooling and package caches live, and where an agent's transcript may
-quote the secret), or one encoded in a way the scan does not undo (base64, encryption, a
-split secret), is not seen; the instruction forbids copies in the places checked, no more.
+the repository's working tree) must hold exactly the expected files and their folders, no
+other entry (ignored, empty or hidden ones included), and `.git/objects` nothing but git's
+own loose objects, packs and `info/` files; every entry below the tree or repository is
+scanned for the secrets in its name, link target, extended attributes and bytes, as they
+are, decompressed and decoded (gzip, bzip2, xz, zlib, zip and tar members, git packs and
+bundles, base64 and other encodings, up to 64 layers deep), and a file sealed by a cipher
+tool (`openssl enc`) counts as a copy. The same scan covers the places a copy is usually
+left: the folder around the tree or repository and `/tmp`, `/var/tmp`, `/var/backups`
+(`ELSEWHERE`), all of which the instruction names. Its limit: a copy elsewhere on the disk
+(`/root`, where the agent's own tooling and package caches live, and where an agent's
+transcript may quote the secret), or one transformed in a way the scan does not undo (a
+cipher that leaves no mark, a split secret), is not seen; the instruction forbids copies
+in the places checked, no more.
 
 A rotation plants one credential in config files of several syntaxes (INI, YAML, .env,
 JSON, a URL's user-info, where it is percent-encoded, a systemd unit) and stale backups of
@@ -252,12 +254,18 @@ def _sensitive_lines(data: bytes) -> tuple[int, ...]:
 # what stops a read: streams are fed in pieces (what came before an error is kept), and
 # gzip, zlib and zip members are read by their deflate streams. What cannot be read whole
 # counts as a leak: past CAP (256 MiB), an encrypted zip member, a zip method Python does
-# not read. The README lists what is not read; each form here is one a red-team round used.
+# not read, and bytes sealed by a cipher tool's format (`SEALED`: what `openssl enc` writes,
+# age's and OpenPGP's armor, 7z): its mark anywhere in a file, a layer or a decoded guess.
+# The README lists what is not read; each form here is one a red-team round used.
 _LEAKS = [
     "import binascii, bz2, io, lzma, re, zlib",
     "CAP = 1 << 28",
     "class Unreadable(Exception):  # the bytes cannot be read whole: counted as a leak",
     "    pass",
+    "SEALED = (b'Salted__', b'-----BEGIN PGP MESSAGE', b'-----BEGIN AGE ENCRYPTED',",
+    "          b'age-encryption.org/', b\"7z\\xbc\\xaf'\\x1c\")  # the key is the agent's",
+    "def _sealed(data):  # a cipher tool's mark, anywhere (behind other bytes too)",
+    "    return any(mark in data for mark in SEALED)",
     "def _capped(text):",
     "    if len(text) >= CAP:",
     "        raise Unreadable",
@@ -531,7 +539,7 @@ _LEAKS = [
     "    if key in seen:",
     "        return False",
     "    seen.add(key)",
-    "    if _found(data):",
+    "    if _found(data) or _sealed(data):",
     "        return True",
     "    if depth >= 64:",
     "        return False",
@@ -543,7 +551,7 @@ _LEAKS = [
     "            return True",
     "        for batch in _batches(data):",
     "            joined = SEP.join(batch)",
-    "            if _held(joined):",
+    "            if _held(joined) or _sealed(joined):  # decoded: `openssl enc -a`",
     "                return True",
     "            pieces = []",
     "            for part in batch:",
@@ -633,6 +641,57 @@ class SecretsAbsent(Assertion):
     def reads(self) -> tuple[str, ...]:
         """The tree and the places."""
         return (self.root, *self.places)
+
+
+@dataclass(frozen=True)
+class Deleted(Assertion):
+    """No regular file anywhere on the machine has the bytes of these files.
+
+    A file moved or hard-linked out of its tree (to `/root`, `/run`, `/boot`, `/`) is not
+    deleted, though the tree's listing and the scan of the usual places both pass: stale
+    backups moved away earned 1 (red team, the credential rotation). Every directory but
+    `/proc` and `/sys` is walked, no link followed; only files of a listed size are read.
+    A copy changed in any byte is beyond it: the instruction forbids copies only in the
+    places the secret scan reads.
+    """
+
+    files: tuple[tuple[int, str], ...] = ()  # (size, sha256)
+    top: str = "/"  # where the walk starts (the whole machine; a test's folder in tests)
+    costly: ClassVar[bool] = True  # the whole file system
+
+    @staticmethod
+    def of(label: str, contents: list[bytes]) -> Deleted:
+        """An assertion that no file holds exactly any of `contents`."""
+        return Deleted(label=label, files=tuple(sorted({
+            (len(data), hashlib.sha256(data).hexdigest()) for data in contents})))
+
+    def body(self) -> list[str]:
+        """Walk `/` by directory handles; hash each regular file of one of their sizes.
+
+        No path is too long to reach, and a folder the walk cannot enter fails the check
+        (`os.walk` skipped one silently: a backup kept below a path longer than PATH_MAX
+        earned 1).
+        """
+        return [f"top = {self.top!r}",
+                f"gone = {[list(f) for f in self.files]!r}",
+                "sizes = {size for size, _ in gone}",
+                "digests = {digest for _, digest in gone}",
+                "def refused(error):",
+                "    raise AssertionError(('the walk cannot enter', error.filename, error))",
+                "for folder, dirs, names, at in os.fwalk(top, onerror=refused):",
+                "    if folder == '/':",
+                "        dirs[:] = [name for name in dirs if name not in ('proc', 'sys')]",
+                "    for name in names:",
+                "        info = os.stat(name, dir_fd=at, follow_symlinks=False)",
+                "        if stat.S_ISREG(info.st_mode) and info.st_size in sizes:",
+                "            handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=at)",
+                "            with open(handle, 'rb') as file:",
+                "                digest = hashlib.sha256(file.read()).hexdigest()",
+                "            assert digest not in digests, (folder, name, 'kept: delete it')"]
+
+    def reads(self) -> tuple[str, ...]:
+        """The whole file system."""
+        return (self.top,)
 
 
 @dataclass(frozen=True)
@@ -1533,8 +1592,8 @@ def rotate_credential(ctx: StepContext, source) -> StepResult:
         "the encoded new value.")
     backup_words = (
         "Stale backups (files whose names end in `.bak`, `.orig` or `~`) that hold the old "
-        "value, plain or encoded, must be deleted, not edited; backups that do not hold it "
-        "stay as they are.")
+        "value, plain or encoded, must be deleted (gone from the machine, not moved "
+        "elsewhere), not edited; backups that do not hold it stay as they are.")
     others = (f"Other credentials stay exactly as they are, even those under the same key "
               f"(such as the `[{cred.other_section}]` section's `{key}`) or sharing a prefix "
               "with the old "
@@ -1579,16 +1638,17 @@ def rotate_credential(ctx: StepContext, source) -> StepResult:
         "old_url=$(urlenc \"$old\") new_url=$(urlenc \"$new\")"])
 
     def solve(*, encoded: bool = True, delete: bool = True, every_backup: bool = False,
-              by_key: bool = False, chmod: bool = True, chown: bool = True,
-              everything: bool = False) -> str:
+              move: bool = False, by_key: bool = False, chmod: bool = True,
+              chown: bool = True, everything: bool = False) -> str:
         needles = '-e "$old" -e "$old_url"' if encoded else '-e "$old"'
         lines = [prelude]
         backup_names = "\\( -name '*.bak' -o -name '*.orig' -o -name '*~' \\)"
         if every_backup:
             lines.append(f"find {q(root)} -type f {backup_names} -delete")
         elif delete:
+            remove = "mv --backup=numbered -t /root --" if move else "rm -f --"
             lines.append(f"find {q(root)} -type f {backup_names} -print0 |\n"
-                         f"  xargs -0 -r grep -lZF {needles} |\n  xargs -0 -r rm -f --")
+                         f"  xargs -0 -r grep -lZF {needles} |\n  xargs -0 -r {remove}")
         subs = ['-e "s#$(pattern "$old_url")#$(replacement "$new_url")#g"'] if encoded else []
         subs.append('-e "s#$(pattern "$old")#$(replacement "$new")#g"')
         lines.append(f"grep -rlZF {needles} {q(root)} |\n"
@@ -1612,6 +1672,8 @@ def rotate_credential(ctx: StepContext, source) -> StepResult:
              solve(encoded=False)) if url_changes else None,
         Rule("delete-backups", "that stale backups holding the old value are deleted",
              solve(delete=False)),
+        Rule("moved-backups", "that stale backups are gone from the machine, not moved",
+             solve(move=True)) if stale else None,
         Rule("keep-clean-backups", "that backups not holding the old value stay",
              solve(every_backup=True)) if clean_backups else None,
         Rule("same-key", "that other credentials under the same key stay",
@@ -1630,6 +1692,8 @@ def rotate_credential(ctx: StepContext, source) -> StepResult:
         FileDigests.of(f"the files using the {what} hold the new one", changed),
         FileDigests.of("every other file is unchanged", kept),
         TreeEntries.of("the stale backups are gone and no file was added", tree.path, after),
+        *([Deleted.of("the stale backups are deleted, not moved out of the tree",
+                      [files[p].content for p in stale])] if stale else []),
         SecretsAbsent(f"no file of the tree, nor a copy elsewhere, holds the old {what}",
                       root=tree.path, secrets=tuple(dict.fromkeys((old, cred.old_url))),
                       places=stashes(tree.path)),
