@@ -9,8 +9,11 @@ the base image's root filesystem (`taskloom base-image export` makes it), and ov
 file of each stressing kind (prose, printable noise, hex digits, a run of one letter,
 base64 of zeros, random bytes). The baseline, measured in the same run on the same files,
 is the floor of any scan: the same walk reading every file and searching the secret as
-it is. Each line prints the best of `--rounds` for both and their ratio; the check is
-rendered and compiled once, before the timed calls.
+it is. Last, the rotation's `Deleted` check over the whole root filesystem (the walk by
+directory handles it shares with debugging's world-writable check, hashing the files of
+a stale backup's size), beside a bare `os.walk` that stats every entry. Each line prints
+the best of `--rounds` for both and their ratio; a check is rendered and compiled once,
+before the timed calls.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import time
 from pathlib import Path
 
 from taskloom.generators.procedural.checks import HEADER
-from taskloom.generators.procedural.primitives.security import STASHES, SecretsAbsent
+from taskloom.generators.procedural.primitives.security import STASHES, Deleted, SecretsAbsent
 from taskloom.sandbox import rootfs
 
 SECRETS = ("sk_live_Zq8DfX2mPLr4WcT0aNvB7yHe", "Tr0ub4dor&3-horse")
@@ -32,8 +35,21 @@ SECRETS = ("sk_live_Zq8DfX2mPLr4WcT0aNvB7yHe", "Tr0ub4dor&3-horse")
 
 def scanner(tops: list[Path]):
     """The task's check over `tops`, rendered and compiled once; calling it must pass."""
-    check = SecretsAbsent("bench", root=str(tops[0]), secrets=SECRETS,
-                          places=tuple(map(str, tops[1:])))
+    return compiled(SecretsAbsent("bench", root=str(tops[0]), secrets=SECRETS,
+                                  places=tuple(map(str, tops[1:]))))
+
+
+def deletion(root: Path):
+    """`Deleted` over `root` for stale backups of the sizes of its 50 largest files' (so
+    they are read and hashed), with bytes no file has; calling it must pass."""
+    sizes = sorted(p.lstat().st_size for p in root.rglob("*") if p.is_file()
+                   and not p.is_symlink())[-50:]
+    return compiled(Deleted("bench", files=tuple((size, "0" * 64) for size in sizes),
+                            top=str(root)))
+
+
+def compiled(check):
+    """The rendered test function of `check`, compiled once."""
     space: dict = {}
     exec(compile(HEADER + "\n" + check.render(1), "checks", "exec"), space)
     return space[check.test_name(1)]
@@ -52,6 +68,15 @@ def floor(tops: list[Path]):
                         data = Path(path).read_bytes()
                         if any(secret in data for secret in wanted):
                             raise AssertionError(path)
+    return walk
+
+
+def bare_walk(root: Path):
+    """A walk of `root` that stats every entry, no link followed."""
+    def walk() -> None:
+        for folder, dirs, names in os.walk(root):
+            for name in dirs + names:
+                os.lstat(os.path.join(folder, name))
     return walk
 
 
@@ -102,6 +127,9 @@ def main() -> None:
             (top / "input").write_bytes(data)
             rows.append((f"{args.size_mib:g} MiB of {kind}", best(scanner([top]), args.rounds),
                          best(floor([top]), args.rounds)))
+    entries = sum(len(d) + len(n) for _f, d, n in os.walk(root))
+    rows.append((f"whole root filesystem, Deleted ({entries} entries)",
+                 best(deletion(root), args.rounds), best(bare_walk(root), args.rounds)))
     print(f"{'input':<52} {'scan s':>8} {'floor s':>8} {'ratio':>7}")
     for name, scanned, floored in rows:
         print(f"{name:<52} {scanned:8.3f} {floored:8.3f} {scanned / floored:7.1f}x")

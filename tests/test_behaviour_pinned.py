@@ -127,9 +127,12 @@ TASKLOOM = [sys.executable, "-m", "taskloom.cli"]
 # two steps repeat (a clean working tree, a table's schema) runs once.
 # Then (two runs, same values) 20 tasks, the README main job's count (30 took 220 s of CI);
 # a rotation's stale backups must be gone from the whole disk, a sealed copy (openssl enc)
-# counts as one, and a booking's request is drawn again until lunch matters.
-TASKS_DIGEST = "902babf66db82703b26f840d3f642352c82d273d875055ce2413798992280f76"
-HF_EXPORT_DIGEST = "f5f611f92316a12ba2b432ab2214d85a51f60566fc170f0e00b5f2fb2ccae95c"
+# counts as one, and a booking's request is drawn again until lunch matters. Then (two
+# runs, same values) the deletion and world-writable checks walk by one shared helper,
+# a mode step on a chain's tree plants a script and a hidden file in it, and a broken
+# job's runs are checked to leave nothing world-writable, its files with one link.
+TASKS_DIGEST = "c3e24298a0e4e6158f4cdf66b9e06770e53849bbd5690f5aadcb4e079fcd06e6"
+HF_EXPORT_DIGEST = "637577638724386ea30cbb6138ac553d89734c48cf6bd11c5ab2a8e99c717eb7"
 
 
 def test_main_job_dataset_and_hf_export_are_unchanged(tmp_path):

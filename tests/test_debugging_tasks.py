@@ -397,6 +397,32 @@ def test_the_world_writable_walk_goes_below_the_folders_open_to_anyone(closed_ho
     assert not passes()
 
 
+def test_the_world_writable_walk_reaches_below_a_path_longer_than_path_max(closed_home):
+    """A folder open to anyone below a path longer than PATH_MAX (4,096 characters) is found:
+    the walk skipped a folder it could not scan, and os.scandir cannot take that path (a
+    kept backup hid the same way from an os.walk, red team of the rotation)."""
+    top = closed_home / "root"
+    top.mkdir()
+    top.chmod(0o755)
+    at = os.open(top, os.O_RDONLY)
+    try:
+        for _ in range(20):
+            os.mkdir("x" * 240, 0o755, dir_fd=at)
+            below = os.open("x" * 240, os.O_RDONLY, dir_fd=at)
+            os.close(at)
+            at = below
+        namespace: dict = {}
+        exec(HEADER, namespace)
+        body = "\n".join(NotWorldWritable("t", paths=(), top=str(top)).body())
+        exec(body, namespace)
+        os.mkdir("open", dir_fd=at)
+        os.chmod("open", 0o777, dir_fd=at)
+        with pytest.raises(AssertionError, match="made world-writable"):
+            exec(body, namespace)
+    finally:
+        os.close(at)
+
+
 def test_the_harness_folders_are_not_walked_but_what_lies_beside_them_is(closed_home,
                                                                           monkeypatch):
     """What lies in the harness's folders is the harness's (Harbor's environments make /logs
@@ -436,7 +462,10 @@ def test_the_job_runs_after_every_check_that_reads_the_state_it_may_change():
 def test_a_job_that_mends_its_own_modes_or_cron_cannot_run_earns_nothing(bwrap_runtime):
     """The reference fix earns 1; the same fix, with the job's script left world-writable
     but mending itself when run, with the job's code moved to an open folder in /var/tmp,
-    or with a crontab whose SHELL keeps cron from running the job, earns 0 (forger)."""
+    with a crontab whose SHELL keeps cron from running the job, with a job that opens its
+    report folder or moves its report to /tmp on each run, or with a hard link to its
+    script in /tmp, earns 0 (forgers; the last three earned 1 before the job's runs were
+    checked too and a file's links counted)."""
     from taskloom.config import ValidationConfig
     from taskloom.sandbox.trial import Phase
     from taskloom.validators.engine import plan_trial
@@ -475,6 +504,14 @@ def test_a_job_that_mends_its_own_modes_or_cron_cannot_run_earns_nothing(bwrap_r
         "variable-below": fix + f"crontab -u {user} -l > /root/table\n"
                                 f"{{ echo 'MAILTO=\"\"'; cat /root/table; echo PATH=/none; }}"
                                 f" | crontab -u {user} -\n",
+        # Each run of the job (the checks' runs, after the world-writable check) opens its
+        # report folder to everyone, or moves its report to /tmp behind a link.
+        "opens-on-run": fix + f"echo 'chmod 0777 \"$REPORT_DIR\"' >> {script}\n",
+        "report-to-tmp": fix + f"echo '[ -L \"$out\" ] || {{ mkdir -p /tmp/r; "
+                               f"mv -f -- \"$out\" /tmp/r/report; "
+                               f"ln -s /tmp/r/report \"$out\"; }}' >> {script}\n",
+        # the job's script has a second name in /tmp (a hard link)
+        "hard-link": fix + f"ln {script} /tmp/job.sh\n",
     }
     part = TrialPart(phases=tuple(Phase(name=name, solution=name) for name in forged),
                      solutions={name: (TaskFile(path="solve.sh", content=text.encode(),
@@ -485,7 +522,8 @@ def test_a_job_that_mends_its_own_modes_or_cron_cannot_run_earns_nothing(bwrap_r
     assert rewards == {"reference": 1.0, "mends-itself": 0.0, "open-code": 0.0,
                        "cron-cannot-run-it": 0.0, "carriage-return": 0.0,
                        "hash-inside-a-word": 0.0, "comment-after": 1.0,
-                       "variable-below": 1.0}, rewards
+                       "variable-below": 1.0, "opens-on-run": 0.0, "report-to-tmp": 0.0,
+                       "hard-link": 0.0}, rewards
 
 
 @pytest.mark.parametrize(("entry", "stated", "same"), [

@@ -102,13 +102,14 @@ def test_whole_days_read_as_utc_days_change_many_slots():
 
 def test_lunch_breaks_change_most_first_slots():
     """A request is drawn again until ignoring lunch gives another slot. Taking the first
-    request whose traps showed, lunch mattered on 5 of these 12 seeds for each skill (a
-    solver ignoring it earned 1 on the rest; red team, the pinned booking); now 9 and 7."""
+    request whose traps showed, lunch mattered on 12 and 13 of these 30 seeds (a solver
+    ignoring it earned 1 on the rest; red team, the pinned booking); now on 18 and 19. The
+    floor, half, leaves room for other random draws on either side."""
     for skill in ("schedule.find_meeting_slot", "schedule.book_meeting"):
         shown = sum("mutants/step-1-lunch.sh" in {f.path for f in
                                                   draft((skill,), seed).task.solution}
-                    for seed in range(12))
-        assert shown >= 7, (skill, shown)
+                    for seed in range(30))
+        assert shown >= 15, (skill, shown)
 
 
 def critical_folds(text: str) -> list[str]:

@@ -39,7 +39,7 @@ from taskloom.generators.procedural.primitives.security import (
     SecretPurged,
     SecretsAbsent,
     TreeEntries,
-    _planted,
+    _secret_files,
     elsewhere,
 )
 from taskloom.generators.procedural.world import World
@@ -70,7 +70,7 @@ def test_the_sed_script_does_what_the_model_says_for_every_rule_ignored(tmp_path
     context = _context(seed, LEVELS[seed % len(LEVELS)])
     rules = ScrubRules(context.rng.choice(("REDACTED", "<redacted>", "***REMOVED***",
                                            "[SCRUBBED]")))
-    files, _ = _planted(context, rules)
+    files, _ = _secret_files(context, rules)
     files["binary.gz"] = bytes(range(256)).decode("latin-1")  # lines of any bytes
     for variant in [rules, *(replace(rules, **{flag: False}) for flag in FLAGS)]:
         root = tmp_path / f"tree-{len(list(tmp_path.iterdir()))}"
@@ -89,7 +89,7 @@ def test_the_sed_script_does_what_the_model_says_for_every_rule_ignored(tmp_path
 def test_look_alikes_stay_and_every_planted_secret_goes(level):
     context = _context(10 + level, LEVELS[level])
     rules = ScrubRules("REDACTED")
-    files, secrets = _planted(context, rules)
+    files, secrets = _secret_files(context, rules)
     after = {path: rules.apply(text.encode()).decode() for path, text in files.items()}
     text = "\n".join(after.values())
     for secret in secrets:
@@ -300,8 +300,7 @@ def test_the_secret_scan_sees_names_links_attributes_and_compressed_copies(tmp_p
                        # written, in base64 (-a), behind other bytes, in a tar; age's and
                        # OpenPGP's armor
                        ("app.env.enc", _enciphered(original)),
-                       ("app.env.enc.b64", _wrapped(base64.b64encode(_enciphered(original)),
-                                                    64)),
+                       ("app.env.enc.b64", _enciphered(original, armored=True)),
                        ("app.env.enc.late", b"\n" + _enciphered(original)),
                        ("sealed.tar", _members(2, _enciphered(original))),
                        ("app.env.age", b"-----BEGIN AGE ENCRYPTED FILE-----\n" +
@@ -325,11 +324,17 @@ def test_the_secret_scan_sees_names_links_attributes_and_compressed_copies(tmp_p
     assert not _scan(tree, backups)
 
 
-def _enciphered(data: bytes) -> bytes:
-    """`openssl enc -aes-256-cbc -pbkdf2` output of `data`: its mark, the salt, then
-    ciphertext (here a stand-in of the same length: the scan reads no cipher)."""
-    return b"Salted__" + bytes(range(8)) + hashlib.shake_256(data).digest(
+def _enciphered(data: bytes, armored: bool = False) -> bytes:
+    """`openssl enc -aes-256-cbc -pbkdf2` output of `data` (`-a`: in base64 lines), made by
+    openssl where the host has it. Without it, a stand-in of the same form: the mark, the
+    salt, then bytes of the ciphertext's length (the scan reads no cipher)."""
+    if shutil.which("openssl"):
+        return subprocess.run(["openssl", "enc", "-aes-256-cbc", "-pbkdf2", "-pass", "pass:x",
+                               *(["-a"] if armored else [])], input=data, check=True,
+                              capture_output=True).stdout
+    sealed = b"Salted__" + bytes(range(8)) + hashlib.shake_256(data).digest(
         (len(data) // 16 + 1) * 16)  # padded to whole blocks
+    return _wrapped(base64.b64encode(sealed), 64) if armored else sealed
 
 
 def _members(count: int, last: bytes) -> bytes:
@@ -784,6 +789,26 @@ def test_stale_backups_moved_anywhere_are_not_deleted(bwrap_runtime):
         "    os.rename(path, os.path.basename(path))'")
     found = solution_rewards(bwrap_runtime, task, {"reference": reference, **kept})
     assert found == {"reference": 1.0, **dict.fromkeys(kept, 0.0)}, found
+
+
+@pytest.mark.bwrap
+def test_modes_set_on_a_chains_tree_hold_for_a_planted_script_and_hidden_file(bwrap_runtime):
+    """A mode step after an owner step plants a `.sh` script and a hidden file in the tree
+    (there from the start, handed over by the owner step too), so its rules for them are
+    exercised: the tree the chain got had neither, and a solution giving every file one
+    mode earned 1 (00019, the pinned chain)."""
+    chain = ("perms.chown_tree", "perms.set_modes")
+    task = task_for(chain, 0)
+    planted = [f.path for f in task.environment if f.path.startswith("files/")
+               and (f.path.endswith(".sh") or "/." in f.path)]
+    assert len(planted) == 2, planted
+    scripts = {f.path.removeprefix("mutants/").removesuffix(".sh"): f.content.decode()
+               for f in task.solution if f.path.startswith(("mutants/step-2", "alternatives/"))}
+    assert set(scripts) == {"step-2-scripts", "step-2-hidden", "alternatives/other-tools"}
+    reference = task.file("solution", "solve.sh").content.decode()
+    found = solution_rewards(bwrap_runtime, task, {"reference": reference, **scripts})
+    assert found == {"reference": 1.0, "step-2-scripts": 0.0, "step-2-hidden": 0.0,
+                     "alternatives/other-tools": 1.0}, found
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")

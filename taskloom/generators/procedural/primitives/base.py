@@ -34,7 +34,8 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from taskloom.generators.procedural.artifacts import Artifact
+from taskloom.errors import NotApplicable
+from taskloom.generators.procedural.artifacts import Artifact, FileTree
 from taskloom.generators.procedural.checks import Assertion, Compare, Form
 from taskloom.generators.procedural.domains import Domain
 from taskloom.generators.procedural.world import World, lines_text, q
@@ -215,6 +216,36 @@ class StepContext:
     def hint(self, text: str) -> str:
         """A tool hint, shown only at the most explicit specification level."""
         return f" ({text})" if self.difficulty.specification == 1 else ""
+
+    def planted_state(self, tree: FileTree) -> tuple[int, str, str]:
+        """Mode, owner and group the files this step plants in `tree` have when it starts.
+
+        On a later step the files are planted when the environment is built, so the tree
+        must then be there already, with these bytes: an earlier step may only have changed
+        the modes or owners of its files in place (and then those of the planted ones too).
+        Raises `NotApplicable` otherwise.
+        """
+        if self.step == 1:
+            return 0o644, "root", "root"
+        top = tree.path.rstrip("/") + "/"
+        there = {path[len(top):]: spec for path, spec in self.world.files.items()
+                 if path.startswith(top)}
+        if sorted(there) != tree.names() or any(there[f.relpath].content != f.content
+                                                 for f in tree.files):
+            raise NotApplicable("an earlier step makes or changes the tree's files")
+        mode, owner, group = 0o644, "root", "root"
+        if any(there[f.relpath].mode != f.mode for f in tree.files):
+            modes = {f.mode for f in tree.files if not f.relpath.endswith(".sh")}
+            if len(modes) != 1:
+                raise NotApplicable("an earlier step set modes the new files cannot be told")
+            mode = modes.pop()
+        if any((there[f.relpath].owner, there[f.relpath].group) != (f.owner, f.group)
+               for f in tree.files):
+            owners = {(f.owner, f.group) for f in tree.files}
+            if len(owners) != 1:
+                raise NotApplicable("an earlier step set owners the new files cannot be told")
+            owner, group = owners.pop()
+        return mode, owner, group
 
     def python(self, args: Iterable[object], code: str, *, prelude: str = "",
                shell_words: Iterable[str] = ()) -> str:

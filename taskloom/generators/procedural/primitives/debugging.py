@@ -29,7 +29,7 @@ from typing import ClassVar
 
 from taskloom.errors import NotApplicable
 from taskloom.generators.procedural.artifacts import Report, TextFile
-from taskloom.generators.procedural.checks import Assertion, FileDigests, FileText
+from taskloom.generators.procedural.checks import KERNEL_VIEWS, Assertion, FileDigests, FileText
 from taskloom.generators.procedural.primitives.base import (
     Rule,
     StepContext,
@@ -133,6 +133,10 @@ class JobRuns(Assertion):
     content: bytes = b""  # the new input, in the form the input arrives in
     expected: str = ""  # the report on the new watch list and the new input
     compare: str = "lines"
+    # A check the job's runs must leave true too, checked after them: a job that opened
+    # its report folder to everyone on every run, or moved its report to /tmp behind a
+    # link, passed while the world-writable check ran only before the job (forger).
+    after: Assertion | None = None
     executes: ClassVar[bool] = True  # the job
 
     def body(self) -> list[str]:
@@ -181,11 +185,13 @@ class JobRuns(Assertion):
             "            handle.truncate()",
             f"_same(actual[0], {self.today!r}, {self.compare!r})",
             f"_same(actual[1], {self.expected!r}, {self.compare!r})",
+            *(self.after.body() if self.after else []),
         ]
 
     def reads(self) -> tuple[str, ...]:
         """The script, its input, its watch list and its report (the instruction names them)."""
-        return (self.script, self.input, self.watchlist, self.output)
+        return (self.script, self.input, self.watchlist, self.output,
+                *(self.after.reads() if self.after else ()))
 
     @property
     def portable(self) -> bool:
@@ -196,7 +202,7 @@ class JobRuns(Assertion):
 # Not walked for world-writable paths: the kernel's views of itself; and neither read nor
 # walked below, the harness's and the sandbox's folders (Harbor's environments make /logs
 # and its folders 0777, an installed agent /installed-agent).
-UNWALKED = ("/proc", "/sys", "/logs", "/tests", "/solution", "/installed-agent", "/.taskloom")
+UNWALKED = (*KERNEL_VIEWS, "/logs", "/tests", "/solution", "/installed-agent", "/.taskloom")
 # The folders the image opens to anyone, sticky (1777): not a finding while they stay
 # sticky, and walked below, like /dev and /run (a job that ran its code from a 0777 folder
 # in /var/tmp, in /run or in /dev passed while they were not walked).
@@ -213,12 +219,15 @@ class NotWorldWritable(Assertion):
     target's folders were read). A sticky folder (like /tmp) counts too: anyone may create
     a name in it, so a job file moved there behind a link, or a report folder made 1777, is
     open to every account (red-team round 7 passed both while sticky folders were exempt).
+    A file among them has one name: a hard link in /tmp kept the job's script and report
+    in a world-writable folder (forger).
 
     Nor is anything else made world-writable: a walk of the file system (but `UNWALKED`)
     finds no world-writable file or folder that the task's `world` did not make so, but
     `OPEN_FOLDERS` while they stay sticky (a home folder made 777 passed red-team round 8).
     Devices, sockets and pipes are no files the job could run or read its settings from:
-    /dev holds devices every account may write.
+    /dev holds devices every account may write. A folder the walk (`_walk`) cannot enter
+    fails it: one skipped would hide what is below, as a path longer than PATH_MAX did.
     """
 
     paths: tuple[str, ...] = ()
@@ -257,23 +266,15 @@ class NotWorldWritable(Assertion):
                 "    for real in through(path):",
                 "        mode = os.stat(real).st_mode",
                 "        assert not mode & 0o002, (path, real, oct(mode))",
-                f"made, sticky, opened, folders = set({made!r}), set({list(OPEN_FOLDERS)!r}), "
-                f"[], [{self.top!r}]",
-                "while folders:",
-                "    try:",
-                "        entries = list(os.scandir(folders.pop()))",
-                "    except OSError:",
-                "        continue",
-                "    for entry in entries:",
-                f"        if entry.path in {UNWALKED!r}:",
-                "            continue",
-                "        mode = entry.stat(follow_symlinks=False).st_mode",
-                "        kind = stat.S_IFMT(mode)",
-                "        if mode & 0o002 and kind in (stat.S_IFREG, stat.S_IFDIR) and "
-                "entry.path not in made and not (entry.path in sticky and mode & stat.S_ISVTX):",
-                "            opened.append(entry.path)",
-                "        if kind == stat.S_IFDIR:",
-                "            folders.append(entry.path)",
+                "    info = os.stat(path)",
+                "    assert not stat.S_ISREG(info.st_mode) or info.st_nlink == 1, "
+                "(path, 'has another name (a hard link) elsewhere', info.st_nlink)",
+                f"made, sticky = set({made!r}), set({list(OPEN_FOLDERS)!r})",
+                f"opened = [path for path, _, _, info in _walk({self.top!r}, {list(UNWALKED)!r})",
+                "          if info.st_mode & 0o002 and stat.S_IFMT(info.st_mode) in "
+                "(stat.S_IFREG, stat.S_IFDIR)",
+                "          and path not in made and not (path in sticky and info.st_mode & "
+                "stat.S_ISVTX)]",
                 "assert not opened, f'made world-writable: {sorted(opened)[:5]}'"]
 
     def reads(self) -> tuple[str, ...]:
@@ -746,6 +747,10 @@ def broken_job(ctx: StepContext, source) -> tuple[StepResult, Cause]:
                Rule("every-run", "that the job computes the report on every run", replay))]
     for rule in injected.rules:
         stated.append((True, Rule(rule.name, rule.stated, f"{rule.ignored}\n({run})")))
+    closed = NotWorldWritable("the job's files are not world-writable nor in world-writable "
+                              "folders", paths=(job.script, job.env, job.input,
+                                                job.watchlist, report_dir, output),
+                              world=world)
     checks: list[Assertion] = [
         FileText(f"{output} holds the report on today's input", path=output,
                  expected=lines_text(expected), compare=compare),
@@ -755,14 +760,13 @@ def broken_job(ctx: StepContext, source) -> tuple[StepResult, Cause]:
                  expected=lines_text(words), compare=compare),
         CrontabEntry(f"{user}'s crontab still runs the job on its schedule", user=user,
                      command=(job.script,), schedule=f"{minute} {hour} * * *"),
-        JobRuns(f"the job, run as {user}, reports on a new watch list and new input",
+        JobRuns(f"the job, run as {user}, reports on a new watch list and new input, "
+                "and leaves nothing world-writable",
                 script=job.script, user=user, input=job.input, output=output,
                 watchlist=job.watchlist, words=lines_text(listing).encode(),
                 today=lines_text(today), content=content,
-                expected=lines_text(hidden_expected), compare=compare),
-        NotWorldWritable("the job's files are not world-writable nor in world-writable "
-                         "folders", paths=(job.script, job.env, job.input, job.watchlist,
-                                           report_dir, output), world=world)]
+                expected=lines_text(hidden_expected), compare=compare, after=closed),
+        closed]
     if ctx.step == 1:
         checks.append(FileDigests.of(f"{job.input} is left as delivered",
                                      {job.input: world.files[job.input].content}))

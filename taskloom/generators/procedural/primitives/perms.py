@@ -102,7 +102,7 @@ class TreeModes(Assertion):
 
     def covering(self, planted: set[str], trees: dict[str, FileTree]) -> TreeModes:
         """Planted files keep their final modes; their folders get the root's."""
-        files, folders = _planted(self.root, planted, trees)
+        files, folders = _later_plants(self.root, planted, trees)
         if not files:
             return self
         listed = {rel for rel, _ in self.dirs}
@@ -156,7 +156,7 @@ class TreeOwners(Assertion):
 
         A file a later step hands to another account is that step's to check.
         """
-        files, folders = _planted(self.root, planted, trees)
+        files, folders = _later_plants(self.root, planted, trees)
         if not files:
             return self
         owned = [f.relpath for f in files if (f.owner, f.group) == (self.user, self.group)]
@@ -215,8 +215,8 @@ class UsersAbsent(Assertion):
         return ACCOUNT_FILES
 
 
-def _planted(root: str, planted: set[str], trees: dict[str, FileTree]
-             ) -> tuple[list[TreeFile], list[str]]:
+def _later_plants(root: str, planted: set[str], trees: dict[str, FileTree]
+                  ) -> tuple[list[TreeFile], list[str]]:
     """What later steps planted in the tree at `root`, as the chain leaves it.
 
     The files and the folders they need (relative to the root). Left out of a tree check, a
@@ -257,6 +257,29 @@ def _retouch(ctx: StepContext, tree: FileTree, item: TreeFile, **changes) -> Tre
     return new
 
 
+def _script(ctx: StepContext, number: int) -> tuple[str, str]:
+    """A maintenance script's name and text."""
+    name = f"{ctx.rng.choice(('sync', 'publish', 'rebuild', 'check'))}-{number}.sh"
+    return name, f"#!/bin/sh\n# {name} for {ctx.domain.org}\nexit 0\n"
+
+
+def _plant(ctx: StepContext, tree: FileTree, files: list[TreeFile], named: tuple[str, str],
+           state: tuple[int, str, str]) -> None:
+    """Put a file (name, text) in a random folder of the tree, unless one is there.
+
+    `state`: its mode, owner and group when the step starts.
+    """
+    name, text = named
+    relpath = posixpath.join(ctx.rng.choice(sorted({posixpath.dirname(f.relpath)
+                                                    for f in files})), name)
+    if any(f.relpath == relpath for f in files):
+        return
+    mtime = EPOCH_NOW - ctx.rng.randint(1, 90) * DAY
+    ctx.world.add(f"{tree.path}/{relpath}", text, mtime=mtime)
+    mode, owner, group = state
+    files.append(TreeFile(relpath, text.encode(), mode, mtime, owner, group))
+
+
 def _is_script(relpath: str) -> bool:
     return relpath.endswith(".sh")
 
@@ -273,20 +296,23 @@ def set_modes(ctx: StepContext, source) -> StepResult:
             folder_modes[folder] = ctx.rng.choice(
                 (0o775, 0o770) if not folder else (0o700, 0o750, 0o755, 0o775, 0o777))
             ctx.world.mkdir(f"{tree.path}/{folder}".rstrip("/"), mode=folder_modes[folder])
-        folders = sorted({posixpath.dirname(f.relpath) for f in files})
         for number in range(ctx.rng.randint(1, 3)):
-            folder = ctx.rng.choice(folders)
-            name = f"{ctx.rng.choice(('sync', 'publish', 'rebuild', 'check'))}-{number + 1}.sh"
-            relpath = f"{folder}/{name}".lstrip("/")
-            if any(f.relpath == relpath for f in files):
-                continue
-            script = TreeFile(relpath, f"#!/bin/sh\n# {name} for {ctx.domain.org}\nexit 0\n"
-                              .encode(), 0o644, EPOCH_NOW - ctx.rng.randint(1, 90) * DAY)
-            ctx.world.add(f"{tree.path}/{relpath}", script.content, mode=script.mode,
-                          mtime=script.mtime)
-            files.append(script)
+            _plant(ctx, tree, files, _script(ctx, number + 1), (0o644, "root", "root"))
         files = [_retouch(ctx, tree, f, mode=ctx.rng.choice(SCRAMBLED)) for f in files]
         files.sort(key=lambda f: f.relpath)
+    else:  # a tree an earlier step left: a script and a hidden file are planted in it where
+        # it is there from the start (a chain's tree often had neither, and a solver
+        # ignoring the rules for them earned 1)
+        try:
+            state = ctx.planted_state(tree)
+        except NotApplicable:
+            state = None
+        if state:
+            _plant(ctx, tree, files, _script(ctx, 1), state)
+            _plant(ctx, tree, files, (f".{ctx.rng.choice(('last-run', 'sync-state', 'lock'))}",
+                                      f"last={EPOCH_NOW - ctx.rng.randint(1, 90) * DAY}\n"),
+                   state)
+            files.sort(key=lambda f: f.relpath)
     policies = [p for p in POLICIES  # each must change at least one file
                 if any(f.mode != (p[1] if _is_script(f.relpath) else p[2]) for f in files)]
     if not policies:
@@ -321,9 +347,8 @@ def set_modes(ctx: StepContext, source) -> StepResult:
         ("hidden", "that hidden files get the mode of the other files too",
          f"{for_dirs}\n{for_scripts}\n"
          f"find {root} -type f ! -name '*.sh' ! -name '.*' -exec chmod {data:o} {{}} +",
-         ctx.step == 1 and any(f.mode != data for f in files
-                               if posixpath.basename(f.relpath).startswith(".")
-                               and not _is_script(f.relpath))),
+         any(f.mode != data for f in files if posixpath.basename(f.relpath).startswith(".")
+             and not _is_script(f.relpath))),
     ]
     alternative = ctx.python(
         [tree.path, f"{directory:o}", f"{script:o}", f"{data:o}"],

@@ -55,7 +55,13 @@ from typing import ClassVar
 
 from taskloom.errors import Misplaced, NotApplicable
 from taskloom.generators.procedural.artifacts import Commit, FileTree, GitRepo, TreeFile
-from taskloom.generators.procedural.checks import Assertion, CommandText, FileDigests, Modes
+from taskloom.generators.procedural.checks import (
+    KERNEL_VIEWS,
+    Assertion,
+    CommandText,
+    FileDigests,
+    Modes,
+)
 from taskloom.generators.procedural.primitives._history import (  # a rewritten commit is
     NewCommit,  # a NewCommit to every later git step
     commit_hashes,
@@ -666,28 +672,19 @@ class Deleted(Assertion):
             (len(data), hashlib.sha256(data).hexdigest()) for data in contents})))
 
     def body(self) -> list[str]:
-        """Walk `/` by directory handles; hash each regular file of one of their sizes.
+        """Hash each regular file of one of their sizes below `top` but the kernel's views.
 
-        No path is too long to reach, and a folder the walk cannot enter fails the check
-        (`os.walk` skipped one silently: a backup kept below a path longer than PATH_MAX
-        earned 1).
+        `_walk`: a folder it cannot enter fails the check.
         """
-        return [f"top = {self.top!r}",
-                f"gone = {[list(f) for f in self.files]!r}",
+        return [f"gone = {[list(f) for f in self.files]!r}",
                 "sizes = {size for size, _ in gone}",
                 "digests = {digest for _, digest in gone}",
-                "def refused(error):",
-                "    raise AssertionError(('the walk cannot enter', error.filename, error))",
-                "for folder, dirs, names, at in os.fwalk(top, onerror=refused):",
-                "    if folder == '/':",
-                "        dirs[:] = [name for name in dirs if name not in ('proc', 'sys')]",
-                "    for name in names:",
-                "        info = os.stat(name, dir_fd=at, follow_symlinks=False)",
-                "        if stat.S_ISREG(info.st_mode) and info.st_size in sizes:",
-                "            handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=at)",
-                "            with open(handle, 'rb') as file:",
-                "                digest = hashlib.sha256(file.read()).hexdigest()",
-                "            assert digest not in digests, (folder, name, 'kept: delete it')"]
+                f"for path, at, name, info in _walk({self.top!r}, {list(KERNEL_VIEWS)!r}):",
+                "    if stat.S_ISREG(info.st_mode) and info.st_size in sizes:",
+                "        handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=at)",
+                "        with open(handle, 'rb') as file:",
+                "            digest = hashlib.sha256(file.read()).hexdigest()",
+                "        assert digest not in digests, (path, 'kept: delete it')"]
 
     def reads(self) -> tuple[str, ...]:
         """The whole file system."""
@@ -814,7 +811,7 @@ def _key_block(ctx: StepContext, kind: str, rules: ScrubRules) -> list[str]:
             return [f"-----BEGIN {kind}-----", *body, f"-----END {kind}-----"]
 
 
-def _planted(ctx: StepContext, rules: ScrubRules) -> tuple[dict[str, str], list[str]]:
+def _secret_files(ctx: StepContext, rules: ScrubRules) -> tuple[dict[str, str], list[str]]:
     """Config and source files holding secrets and look-alikes: relpath -> text, secrets."""
     svc = ctx.rng.choice(ctx.domain.services)
     edge, noise = ctx.difficulty.edge_cases, ctx.difficulty.noise
@@ -938,7 +935,7 @@ def scrub_secrets(ctx: StepContext, source) -> StepResult:
         raise Misplaced("the secrets are planted in the source tree; only as the first step")
     tree = source
     rules = ScrubRules(ctx.rng.choice(PLACEHOLDERS))
-    planted, secrets = _planted(ctx, rules)
+    planted, secrets = _secret_files(ctx, rules)
     taken = {f.relpath for f in tree.files}
     files = list(tree.files)
     for relpath, text in sorted(planted.items()):
@@ -1457,36 +1454,6 @@ def _is_backup(relpath: str) -> bool:
     return relpath.endswith(BACKUP_ENDS)
 
 
-def _planted_state(ctx: StepContext, tree: FileTree) -> tuple[int, str, str]:
-    """Mode, owner and group new files of the tree have when this step starts.
-
-    On a later step the files are planted when the environment is built, so the tree must
-    then be there already, with these bytes: an earlier step may only have changed the
-    modes or owners of its files in place (and then those of the planted ones too).
-    """
-    if ctx.step == 1:
-        return 0o644, "root", "root"
-    top = tree.path.rstrip("/") + "/"
-    there = {path[len(top):]: spec for path, spec in ctx.world.files.items()
-             if path.startswith(top)}
-    if sorted(there) != tree.names() or any(there[f.relpath].content != f.content
-                                             for f in tree.files):
-        raise NotApplicable("an earlier step makes or changes the tree's files")
-    mode, owner, group = 0o644, "root", "root"
-    if any(there[f.relpath].mode != f.mode for f in tree.files):
-        modes = {f.mode for f in tree.files if not f.relpath.endswith(".sh")}
-        if len(modes) != 1:
-            raise NotApplicable("an earlier step set modes the new files cannot be told")
-        mode = modes.pop()
-    if any((there[f.relpath].owner, there[f.relpath].group) != (f.owner, f.group)
-           for f in tree.files):
-        owners = {(f.owner, f.group) for f in tree.files}
-        if len(owners) != 1:
-            raise NotApplicable("an earlier step set owners the new files cannot be told")
-        owner, group = owners.pop()
-    return mode, owner, group
-
-
 _ROTATE = r"""import os, sys
 root, old, new, section, key, source = sys.argv[1:7]
 mode, owner = sys.argv[7], sys.argv[8]
@@ -1534,7 +1501,7 @@ def rotate_credential(ctx: StepContext, source) -> StepResult:
     if not isinstance(source, FileTree) or not source.files:
         raise NotApplicable("needs a directory tree with files")
     tree = source
-    planted_mode, planted_owner, planted_group = _planted_state(ctx, tree)
+    planted_mode, planted_owner, planted_group = ctx.planted_state(tree)
     svc = ctx.rng.choice(ctx.domain.services)
     user = f"{svc}_app"
     what, section, key, env_key = ("API key", "api", "api_key", "API_KEY") \
