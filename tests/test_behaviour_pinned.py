@@ -131,8 +131,11 @@ TASKLOOM = [sys.executable, "-m", "taskloom.cli"]
 # runs, same values) the deletion and world-writable checks walk by one shared helper,
 # a mode step on a chain's tree plants a script and a hidden file in it, and a broken
 # job's runs are checked to leave nothing world-writable, its files with one link.
-TASKS_DIGEST = "c3e24298a0e4e6158f4cdf66b9e06770e53849bbd5690f5aadcb4e079fcd06e6"
-HF_EXPORT_DIGEST = "637577638724386ea30cbb6138ac553d89734c48cf6bd11c5ab2a8e99c717eb7"
+# Then (two runs, same values) a mirror made at a later step starts with files its source
+# no longer has, so its delete rule is exercised (00019's step 6), and a tree's listing
+# counts every entry but a folder and takes no link for the folder itself.
+TASKS_DIGEST = "38a64503e05ad8485ae5578b61b6fc9b82fee87238cc7b9131a8ebe1e18e73cc"
+HF_EXPORT_DIGEST = "20de8189fafa8a8a4e6dbd0a87cc4e27226009108ec04a1a2a8ccb83c48c03e3"
 
 
 def test_main_job_dataset_and_hf_export_are_unchanged(tmp_path):

@@ -398,9 +398,10 @@ def test_the_world_writable_walk_goes_below_the_folders_open_to_anyone(closed_ho
 
 
 def test_the_world_writable_walk_reaches_below_a_path_longer_than_path_max(closed_home):
-    """A folder open to anyone below a path longer than PATH_MAX (4,096 characters) is found:
-    the walk skipped a folder it could not scan, and os.scandir cannot take that path (a
-    kept backup hid the same way from an os.walk, red team of the rotation)."""
+    """A folder open to anyone below a path longer than PATH_MAX (4,096 characters) is found,
+    and the tree without it passes: os.scandir cannot take that path, so the walk goes by
+    directory handles (the old walk errored there, on a sound tree too; a kept backup hid
+    below such a path from the rotation's os.walk, which skipped it)."""
     top = closed_home / "root"
     top.mkdir()
     top.chmod(0o755)

@@ -603,15 +603,21 @@ class PathState(Assertion):
 
 @dataclass(frozen=True)
 class TreeListing(Assertion):
-    """The files below a directory are exactly these relative paths."""
+    """The files below a directory are exactly these relative paths.
+
+    Every entry but a folder counts: a pipe, socket or device left at a stale file's name
+    passed a listing of regular files and links (forger, a mirror's gone files). The
+    directory itself is no link: a link to a clean copy elsewhere passed for the mirror.
+    """
 
     root: str = ""
     expected: tuple[str, ...] = ()
 
     def body(self) -> list[str]:
         return [f"root = Path({self.root!r})",
+                "assert not root.is_symlink(), f'{root} is a link, not a folder'",
                 "found = sorted(str(p.relative_to(root)) for p in root.rglob('*') "
-                "if p.is_file() or p.is_symlink())",
+                "if p.is_symlink() or not p.is_dir())",
                 f"assert found == {sorted(self.expected)!r}"]
 
     def reads(self) -> tuple[str, ...]:

@@ -573,7 +573,7 @@ def _doomed_by_prefix(tree: FileTree, folder: str, prefix: str, keep: int) -> se
 
 def _stale_mirror(ctx: StepContext, kept: list[TreeFile], patterns: list[str],
                   dest: str) -> tuple[str, set[str], int]:
-    """An out-of-date mirror at `dest` (step 1 only): outdated, missing and stale files.
+    """An out-of-date mirror at `dest` (step 1 only): outdated, missing and gone files.
 
     Returns the sentence saying so, the files a sync must copy (outdated or missing) and
     how many stale files (gone from the source) the mirror holds.
@@ -590,6 +590,18 @@ def _stale_mirror(ctx: StepContext, kept: list[TreeFile], patterns: list[str],
             content = f.content[: len(f.content) // 2] + b"(older version)\n"
             mtime = (f.mtime or 0) - ctx.rng.randint(2, 40) * DAY
         ctx.world.add(f"{dest}/{f.relpath}", content, mode=f.mode, mtime=mtime)
+    stale = _gone_files(ctx, kept, patterns, dest)
+    return (f"`{dest}` holds an older mirror: some files there are outdated, some are "
+            f"missing{', and some no longer exist in the source' if stale else ''}",
+            {f.relpath for f in outdated + missing}, stale)
+
+
+def _gone_files(ctx: StepContext, kept: list[TreeFile], patterns: list[str],
+                dest: str) -> int:
+    """Put at `dest` one or two files of an older mirror that the source no longer has.
+
+    Returns how many. Their names match no exclusion (rsync --delete keeps excluded ones).
+    """
     taken = {f.relpath for f in kept}
     folders = sorted({f.relpath.rpartition("/")[0] for f in kept})
     stale = 0
@@ -601,10 +613,9 @@ def _stale_mirror(ctx: StepContext, kept: list[TreeFile], patterns: list[str],
             continue
         stale += 1
         ctx.world.add(f"{dest}/{relpath}", b"deleted from the source since the last run\n",
-                      mtime=min(f.mtime or 0 for f in kept) + DAY)
-    return (f"`{dest}` holds an older mirror: some files there are outdated, some are "
-            f"missing{', and some no longer exist in the source' if stale else ''}",
-            {f.relpath for f in outdated + missing}, stale)
+                      mtime=min(f.mtime or 0 for f in kept) + DAY
+                      if all(f.mtime for f in kept) else None)
+    return stale
 
 
 @primitive("backup.mirror_rsync")
@@ -623,10 +634,16 @@ def mirror_rsync(ctx: StepContext, source) -> StepResult:
         dest = ctx.output_path(basename(tree.path), "", directory="/mnt/backup")
     else:
         dest = ctx.output_path("mirror", "")
-    state, copied, gone = "", {f.relpath for f in kept}, 0
+    state, copied, gone, after = "", {f.relpath for f in kept}, 0, ""
     if stale:
         state, copied, gone = _stale_mirror(ctx, kept, patterns, dest)
         state += ". "
+    elif ctx.step > 1 and ctx.rng.random() < 0.8:
+        # the source is made by an earlier step, so only files gone from it can be in the
+        # mirror from the start (without them the delete rule went unexercised)
+        gone = _gone_files(ctx, kept, patterns, dest)
+        if gone:
+            after = f" `{dest}` already holds files of an older mirror that the source lacks."
     left_out = _pattern_words(patterns)
     known = any(f.mtime for f in kept)
     times = ", contents and modification times" if known else " and contents"
@@ -641,7 +658,7 @@ def mirror_rsync(ctx: StepContext, source) -> StepResult:
         f"{minus}; files in the mirror with no counterpart in the source are removed.",
         f"Synchronize {tree.phrase} into the backup location `{dest}`: every file{except_} "
         f"must be there with the same relative path{times}, and nothing else may be.",
-    ]) + ctx.hint("rsync -a --delete" + (" --exclude" if patterns else ""))
+    ]) + ctx.hint("rsync -a --delete" + (" --exclude" if patterns else "")) + after
     def sync(options: str, some: list[str]) -> str:
         excludes = "".join(f" --exclude={q(p)}" for p in some)
         return f"rsync {options}{excludes} {q(tree.path)}/ {q(dest)}/"
@@ -664,4 +681,4 @@ def mirror_rsync(ctx: StepContext, source) -> StepResult:
         alternative=ctx.python([tree.path, dest, *patterns], _MIRROR),
         checks=[*moved_checks(f"{dest} mirrors the source", dest, kept, kept), *kept_times],
         # updating an existing mirror changes the host
-        tools=("rsync",), side_effect=stale, rules=tuple(rules))
+        tools=("rsync",), side_effect=stale or bool(gone), rules=tuple(rules))

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from taskloom.errors import NotApplicable
-from taskloom.generators.procedural.artifacts import Artifact, FileTree
+from taskloom.generators.procedural.artifacts import Artifact, FileTree, TreeFile
 from taskloom.generators.procedural.checks import Assertion, Compare, Form
 from taskloom.generators.procedural.domains import Domain
 from taskloom.generators.procedural.world import World, lines_text, q
@@ -246,6 +246,17 @@ class StepContext:
                 raise NotApplicable("an earlier step set owners the new files cannot be told")
             owner, group = owners.pop()
         return mode, owner, group
+
+    def plant(self, tree: FileTree, relpath: str, text: str, state: tuple[int, str, str], *,
+              mtime: int | None = None) -> TreeFile:
+        """Add a file to `tree` in the environment; returns it as the step starts on it.
+
+        `state` is `planted_state(tree)`: the file is built as every file is (0644, root), and
+        an earlier step may then have changed its mode or owner with the rest of the tree.
+        """
+        self.world.add(f"{tree.path}/{relpath}", text, mtime=mtime)
+        mode, owner, group = state
+        return TreeFile(relpath, text.encode(), mode, mtime, owner, group)
 
     def python(self, args: Iterable[object], code: str, *, prelude: str = "",
                shell_words: Iterable[str] = ()) -> str:

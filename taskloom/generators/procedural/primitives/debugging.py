@@ -227,7 +227,8 @@ class NotWorldWritable(Assertion):
     `OPEN_FOLDERS` while they stay sticky (a home folder made 777 passed red-team round 8).
     Devices, sockets and pipes are no files the job could run or read its settings from:
     /dev holds devices every account may write. A folder the walk (`_walk`) cannot enter
-    fails it: one skipped would hide what is below, as a path longer than PATH_MAX did.
+    fails it, by design: one skipped would hide what is below (the old walk's `scandir`
+    failed below a path longer than PATH_MAX only by an uncaught error).
     """
 
     paths: tuple[str, ...] = ()

@@ -274,10 +274,8 @@ def _plant(ctx: StepContext, tree: FileTree, files: list[TreeFile], named: tuple
                                                     for f in files})), name)
     if any(f.relpath == relpath for f in files):
         return
-    mtime = EPOCH_NOW - ctx.rng.randint(1, 90) * DAY
-    ctx.world.add(f"{tree.path}/{relpath}", text, mtime=mtime)
-    mode, owner, group = state
-    files.append(TreeFile(relpath, text.encode(), mode, mtime, owner, group))
+    files.append(ctx.plant(tree, relpath, text, state,
+                           mtime=EPOCH_NOW - ctx.rng.randint(1, 90) * DAY))
 
 
 def _is_script(relpath: str) -> bool:
@@ -291,22 +289,22 @@ def set_modes(ctx: StepContext, source) -> StepResult:
     files = list(tree.files)
     dirs = _dirs(tree)
     folder_modes: dict[str, int] = {}  # known only for a tree made by the task's source
+    try:
+        state = ctx.planted_state(tree)
+    except NotApplicable:
+        state = None
     if ctx.step == 1:  # a neglected tree: a few scripts, modes all over the place
         for folder in dirs:  # the top one group-writable, whatever the policy
             folder_modes[folder] = ctx.rng.choice(
                 (0o775, 0o770) if not folder else (0o700, 0o750, 0o755, 0o775, 0o777))
             ctx.world.mkdir(f"{tree.path}/{folder}".rstrip("/"), mode=folder_modes[folder])
         for number in range(ctx.rng.randint(1, 3)):
-            _plant(ctx, tree, files, _script(ctx, number + 1), (0o644, "root", "root"))
+            _plant(ctx, tree, files, _script(ctx, number + 1), state)
         files = [_retouch(ctx, tree, f, mode=ctx.rng.choice(SCRAMBLED)) for f in files]
         files.sort(key=lambda f: f.relpath)
     else:  # a tree an earlier step left: a script and a hidden file are planted in it where
         # it is there from the start (a chain's tree often had neither, and a solver
         # ignoring the rules for them earned 1)
-        try:
-            state = ctx.planted_state(tree)
-        except NotApplicable:
-            state = None
         if state:
             _plant(ctx, tree, files, _script(ctx, 1), state)
             _plant(ctx, tree, files, (f".{ctx.rng.choice(('last-run', 'sync-state', 'lock'))}",

@@ -1501,7 +1501,8 @@ def rotate_credential(ctx: StepContext, source) -> StepResult:
     if not isinstance(source, FileTree) or not source.files:
         raise NotApplicable("needs a directory tree with files")
     tree = source
-    planted_mode, planted_owner, planted_group = ctx.planted_state(tree)
+    state = ctx.planted_state(tree)  # mode, owner and group of the planted files
+    planted_mode = state[0]
     svc = ctx.rng.choice(ctx.domain.services)
     user = f"{svc}_app"
     what, section, key, env_key = ("API key", "api", "api_key", "API_KEY") \
@@ -1521,9 +1522,7 @@ def rotate_credential(ctx: StepContext, source) -> StepResult:
         if relpath in taken or any(t.startswith(relpath + "/") or relpath.startswith(t + "/")
                                    for t in taken):
             raise NotApplicable(f"the tree already has {relpath}")
-        ctx.world.add(f"{tree.path}/{relpath}", text)
-        files[relpath] = TreeFile(relpath, text.encode(), planted_mode, None, planted_owner,
-                                  planted_group)
+        files[relpath] = ctx.plant(tree, relpath, text, state)
     if any(cred.held(f.content) for f in tree.files):
         raise NotApplicable("the tree already holds the old value")
     stale = sorted(p for p, f in files.items() if _is_backup(p) and cred.held(f.content))
