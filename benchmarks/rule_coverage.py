@@ -13,9 +13,9 @@ generated, not validated: `unvalidated.drafts`); the second generates one skill 
 0 .. `--seeds`-1. For each skill, apart at step 1 and at a later step, it prints how many
 of its stated steps ship no mutant at all (a solver doing only the step's core earns its
 part), most first; then, for each rule name the skill ships anywhere in the sample, in how
-many of the skill's stated steps the rule ships, least first. A step counts as stated
-unless the instruction gives only the goal (specification 3) and the step is not the last:
-such a step states no rule.
+many of the skill's stated steps the rule ships, least first. A step is stated when the
+task's `metadata.stated_steps` lists it: a step hidden in a goal-only instruction
+(specification 3; not the last, no side effect) states no rule.
 
 Rules are known only by their mutants' names, so a rule no step of the sample exercises does
 not show at all, and a step states some rules only under some of its choices (an exclude
@@ -49,13 +49,13 @@ def tally(made: list[Draft]) -> tuple[Counter, Counter, Counter]:
     for draft in made:
         metadata = draft.task.config.metadata
         path = metadata["skills"]
-        goal_only = metadata["difficulty"]["specification"] == 3
+        stated_steps = set(metadata["stated_steps"])
         rules = defaultdict(set)
         for mutant in draft.task.mutants:
             number, rule = MUTANT.fullmatch(mutant.path).groups()
             rules[int(number)].add(rule)
         for number, skill in enumerate(path, start=1):
-            if goal_only and number < len(path):
+            if number not in stated_steps:
                 continue
             where = "step 1" if number == 1 else "later"
             stated[skill, where] += 1

@@ -134,8 +134,14 @@ TASKLOOM = [sys.executable, "-m", "taskloom.cli"]
 # Then (two runs, same values) a mirror made at a later step starts with files its source
 # no longer has, so its delete rule is exercised (00019's step 6), and a tree's listing
 # counts every entry but a folder and takes no link for the folder itself.
-TASKS_DIGEST = "38a64503e05ad8485ae5578b61b6fc9b82fee87238cc7b9131a8ebe1e18e73cc"
-HF_EXPORT_DIGEST = "20de8189fafa8a8a4e6dbd0a87cc4e27226009108ec04a1a2a8ccb83c48c03e3"
+# Then (two runs, same values) task.toml lists the steps the instruction states; a git
+# history holds issue numbers that start a longer one on either side; a cron entry at a
+# later step goes in a crontab with work in it, which keeps its settings, read as cron's
+# load_env reads them, and its account may run it (a maintenance script goes in root's);
+# a revert leaves its branch checked out, nothing ignored; a written tool's hint names its
+# own tools; a repaired program's hidden runs hold a joined name and a usage error.
+TASKS_DIGEST = "4c1fa7cfcb903f209209f31edc4c53ef0885b2f1a315b37bec3515bf6e6c1c61"
+HF_EXPORT_DIGEST = "76c9b0cfb85b445da85dce0976f9c76f460c781ea5dd78a24dadd693266e0074"
 
 
 def test_main_job_dataset_and_hf_export_are_unchanged(tmp_path):

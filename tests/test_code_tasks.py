@@ -122,3 +122,31 @@ def test_the_stub_keeps_the_program_runnable_and_shows_an_example():
     assert ">>> run(" in ast.get_docstring(run)
     assert isinstance(run.body[-1], ast.Raise)
     assert "is unfinished" in draft.task.instruction or "`run`" in draft.task.instruction
+
+
+@pytest.mark.bwrap
+def test_a_fix_that_drops_the_usage_check_or_capitalises_after_a_hyphen_earns_nothing(
+        bwrap_runtime):
+    """The hidden runs hold a name with a hyphen or an apostrophe inside a word, and one
+    run with an argument too many (forger: `str.title()`, which makes `berners-LEE`
+    `Berners-Lee` against the docstring's own example, and a fix that deleted the usage
+    check each earned 1; `str.capitalize()` is right)."""
+    from endings import rewards, task_for
+
+    seed = next(s for s in range(40) if "clean-" in task_for(("code.fix_bug",), s).instruction)
+    task = task_for(("code.fix_bug",), seed)
+    program = re.search(r"The program (/\S+) ", task.instruction).group(1)
+    edit = ("python3 - <<'PY'\nimport re\n"
+            f"path = {program!r}\ntext = open(path).read()\n"
+            "new = re.sub(PATTERN, REPLACEMENT, text, count=1, flags=re.S)\n"
+            "assert new != text\nopen(path, 'w').write(new)\nPY\n")
+    title = r"'return word\[:1\]\.upper\(\) \+ word\[1:\]\.lower\(\)'"
+    found = rewards(bwrap_runtime, ("code.fix_bug",), seed, {
+        "reference": "",
+        "capitalize": edit.replace("PATTERN", title)
+                          .replace("REPLACEMENT", "'return word.capitalize()'"),
+        "title": edit.replace("PATTERN", title).replace("REPLACEMENT", "'return word.title()'"),
+        "no-usage": edit.replace("PATTERN", r"r'    if len\(argv\).*?return 2\n'")
+                        .replace("REPLACEMENT", "''"),
+    })
+    assert found == {"reference": 1.0, "capitalize": 1.0, "title": 0.0, "no-usage": 0.0}, found

@@ -572,7 +572,7 @@ def test_a_crontab_command_is_split_into_words_as_sh_splits_it():
     ("", "5 4 * * * /opt/job.sh  # nightly", True),
     ("", "5 4 * * * '/opt/job.sh' '# not a comment'", False),
     ("", "5 4 * * * /opt/job.sh#;true", False),
-    ("SHELL=/bin/bash\nPATH=/usr/local/bin:/usr/bin:/bin\n", "5 4 * * * /opt/job.sh", True),
+    ("SHELL=/bin/bash\nPATH=/usr/bin:/bin:/usr/local/bin\n", "5 4 * * * /opt/job.sh", True),
     ("SHELL=/usr/bin/false\n", "5 4 * * * /opt/job.sh", False),
     ("PATH=/usr/local/bin\n", "5 4 * * * /opt/job.sh", False),
     ("SHELLOPTS=noexec\n", "5 4 * * * /opt/job.sh", False),
@@ -593,11 +593,14 @@ def test_the_crontab_entry_is_read_as_cron_and_its_shell_run_it(tmp_path, monkey
     from taskloom.generators.procedural.primitives import cron
 
     user = pwd.getpwuid(os.getuid()).pw_name
+    job = tmp_path / "job.sh"  # the account must be able to run it
+    job.write_text("#!/bin/sh\n")
+    job.chmod(0o755)
     table = tmp_path / user
-    table.write_text(f"{above}{entry}\nPATH=/nowhere\n")
+    table.write_text(f"{above}{entry}\nPATH=/nowhere\n".replace("/opt/job.sh", str(job)))
     table.chmod(0o600)
     monkeypatch.setattr(cron, "CRONTABS", str(tmp_path))
-    check = cron.CrontabEntry("t", user=user, command=("/opt/job.sh",), schedule="5 4 * * *")
+    check = cron.CrontabEntry("t", user=user, command=(str(job),), schedule="5 4 * * *")
     namespace: dict = {"IMAGE_USERS": {user: os.getuid()}, "IMAGE_GROUPS": {}}
     exec(HEADER, namespace)
     body = "def run():\n" + "\n".join("    " + line for line in check.body())

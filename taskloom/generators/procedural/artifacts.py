@@ -206,6 +206,7 @@ class ConfigFile(TextFile):
 class Script(TextFile):
     """An executable shell script."""
 
+    group: str = ""  # the group whose members alone (with root) may run it, when one is
     kind: ClassVar[str] = "script"
 
 

@@ -67,6 +67,7 @@ class Assembled:
     answers: tuple[str, ...]
     alternative: str  # another correct solve.sh: other tools, the same state
     mutants: dict[str, str]  # file stem -> a wrong solve.sh ignoring one stated rule
+    stated: tuple[int, ...]  # numbers of the steps the instruction spells out (with their rules)
 
 
 def assemble(blueprint: Blueprint, graph: SkillGraph, attempt: int = 0) -> Assembled:
@@ -164,8 +165,9 @@ def assemble(blueprint: Blueprint, graph: SkillGraph, attempt: int = 0) -> Assem
                                 f"rules named {rule.name}")
             mutants[name] = _solution(blueprint, graph, results, ignoring=(number, rule))
     tools = tuple(dict.fromkeys(tool for result in results for tool in result.tools))
+    stated = tuple(number for number, visible in enumerate(shown, start=1) if visible)
     return Assembled(instruction, solution, checks, world, tools, answers, alternative,
-                     mutants)
+                     mutants, stated)
 
 
 def unstated_read(checks: list[Assertion], instruction: str) -> str | None:
@@ -323,6 +325,7 @@ def build_task(blueprint: Blueprint, graph: SkillGraph, attempt: int = 0, *,
         "categories": sorted({s.category for s in skills}),
         "tools": list(parts.tools),
         "difficulty": blueprint.difficulty.model_dump(),
+        "stated_steps": list(parts.stated),
         "requirements": requirements(parts.checks),
     }
     artifacts = separate_artifacts(parts.checks) if verifier == "separate" else None

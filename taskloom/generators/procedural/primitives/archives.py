@@ -605,6 +605,8 @@ def _gone_files(ctx: StepContext, kept: list[TreeFile], patterns: list[str],
     taken = {f.relpath for f in kept}
     folders = sorted({f.relpath.rpartition("/")[0] for f in kept})
     stale = 0
+    times = [f.mtime for f in kept]
+    mtime = min(times) + DAY if all(times) else None
     ext = next(ext for ext in ("txt", "old", "bak") if not _excluded(f"a.{ext}", patterns))
     for number in range(ctx.rng.randint(1, 2)):
         folder = ctx.rng.choice(folders)
@@ -613,8 +615,7 @@ def _gone_files(ctx: StepContext, kept: list[TreeFile], patterns: list[str],
             continue
         stale += 1
         ctx.world.add(f"{dest}/{relpath}", b"deleted from the source since the last run\n",
-                      mtime=min(f.mtime or 0 for f in kept) + DAY
-                      if all(f.mtime for f in kept) else None)
+                      mtime=mtime)
     return stale
 
 

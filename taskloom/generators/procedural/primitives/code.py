@@ -109,15 +109,20 @@ def _rewritten(path: str, program: Program) -> str:
 
 def _hidden_runs(ctx: StepContext, path: str, program: Program, hidden: list[Case],
                  label: str) -> ToolRuns:
-    """The check: the program prints what the working one prints on each hidden input."""
+    """The check: the program prints what the working one prints on each hidden input.
+
+    Three arguments (one too many for any of its usages) are a usage error, as its
+    docstring says (a fix that also deleted the usage check earned 1: forger).
+    """
+    runs = tuple(((*options, HIDDEN.format(number)),
+                  lines_text(behaviour(program.source, list(lines), options) or ()), 0)
+                 for number, (lines, options) in enumerate(hidden, 1))
     return ToolRuns(
         label, program=path,
-        cases=tuple(((*options, HIDDEN.format(number)),
-                     lines_text(behaviour(program.source, list(lines), options) or ()), 0)
-                    for number, (lines, options) in enumerate(hidden, 1)),
+        cases=(*runs, (("1", HIDDEN.format(1), HIDDEN.format(1)), None, 2)),
         fixtures=tuple((HIDDEN.format(number), lines_text(lines))
                        for number, (lines, _) in enumerate(hidden, 1)),
-        compare="exact" if ctx.difficulty.strictness == 3 else "lines")
+        compare="exact" if ctx.difficulty.strictness == 3 else "lines", quiet=(2,))
 
 
 def _repaired(path: str, phrase: str, example: Case, example_path: str,

@@ -16,7 +16,13 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from taskloom.errors import NotApplicable
-from taskloom.generators.procedural.artifacts import CronJob, Report, Script, TextFile
+from taskloom.generators.procedural.artifacts import (
+    CronJob,
+    Report,
+    Script,
+    TextFile,
+    ToolScript,
+)
 from taskloom.generators.procedural.checks import Assertion, FileText
 from taskloom.generators.procedural.primitives.base import (
     Rule,
@@ -86,15 +92,37 @@ def times(fields):
 
 
 def setting(line):
-    """(name, value) of a crontab line that sets a variable, as cron reads it, or None."""
-    variable = re.match(r"([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)$", line.strip())
-    if not variable:
+    """(name, value) of a crontab line that sets a variable, as cron's load_env reads it,
+    or None: cron then reads the line as an entry. A name or a value may be quoted; after
+    a closing quote only blanks may follow, and a value may not be empty (`X='a'b'` and
+    `MAILTO=` are no settings, so cron refuses the file; a forger's `X='a'b'` passed)."""
+    NAMEI, NAME, EQ1, EQ2, VALUEI, VALUE, FINI, ERROR = range(8)
+    text, state, quote, parts, at = line.lstrip(" \t"), NAMEI, "", ["", ""], 0
+    while state != ERROR and at < len(text):
+        c = text[at]
+        if state in (NAMEI, VALUEI):
+            quote = c if c in "'\"" else ""
+            at, state = at + bool(quote), state + 1
+        elif state in (NAME, VALUE):
+            if quote and c == quote:
+                at, state = at + 1, state + 1
+            elif quote and state == NAME and c == "=":
+                state = ERROR
+            elif not quote and state == NAME and c in " \t=":
+                at, state = at + (c != "="), EQ1
+            else:
+                parts[state == VALUE] += c
+                at += 1
+        elif state == EQ1:
+            state = EQ2 if c == "=" else EQ1 if c in " \t" else ERROR
+            at += 1
+        elif c in " \t":  # EQ2, FINI: blanks
+            at += 1
+        else:
+            state += 1
+    if state != FINI and not (state == VALUE and not quote):
         return None
-    value = variable.group(2)
-    if value[:1] in "'\"":
-        assert len(value) > 1 and value[-1] == value[0], line
-        value = value[1:-1]
-    return variable.group(1), value
+    return parts[0], parts[1] if quote else parts[1].rstrip(" \t")
 
 
 def entries(text):
@@ -142,9 +170,29 @@ def split(command):
 # Variables that change how bash, sh or the dynamic loader run any program: above an
 # entry, a job that runs nothing (`SHELLOPTS=noexec`, a BASH_ENV that exits) looks right.
 # Debian's bash sources ~/.bashrc under `bash -c` when SSH_CLIENT or SSH2_CLIENT is set.
+# An interpreter's start-up variables do the same for a tool written in it
+# (`PYTHONHOME=/nonexistent` above the entry of a Python tool passed).
 UNSAFE = (r"SHELLOPTS|BASHOPTS|BASH_ENV|ENV|BASH_FUNC_.*|IFS|GLOBIGNORE|CDPATH|"
           r"POSIXLY_CORRECT|SSH_CLIENT|SSH2_CLIENT|SHLVL|"
-          r"LD_.*|GCONV_PATH|LOCPATH|NLSPATH|GLIBC_TUNABLES|MALLOC_.*")
+          r"LD_.*|GCONV_PATH|LOCPATH|NLSPATH|GLIBC_TUNABLES|MALLOC_.*|"
+          r"PYTHON.*|PERL5?LIB|PERL5OPT|PERL_.*|RUBYOPT|RUBYLIB|NODE_OPTIONS|NODE_PATH|"
+          r"AWKPATH|AWKLIBPATH")
+
+
+def safe(settings, where):
+    """Settings an entry may run with: no UNSAFE variable, a shell that runs commands,
+    and a PATH of absolute folders holding /usr/bin and /bin, where no folder before them
+    holds a program of theirs (a `sed` that did nothing, in a folder put first, passed)."""
+    assert not [name for name in settings if re.fullmatch(UNSAFE, name)], (where, settings)
+    assert settings.get("SHELL", "/bin/sh") in SHELLS, (where, settings["SHELL"])
+    folders = settings.get("PATH", "/usr/bin:/bin").split(":")
+    assert {"/usr/bin", "/bin"} <= set(folders), (where, settings["PATH"])
+    assert all(f.startswith("/") for f in folders), (where, settings["PATH"])
+    system = set(os.listdir("/usr/bin")) | set(os.listdir("/bin"))
+    for folder in folders[:min(folders.index("/usr/bin"), folders.index("/bin"))]:
+        if os.path.realpath(folder) not in ("/usr/bin", "/bin") and os.path.isdir(folder):
+            shadows = sorted(system & set(os.listdir(folder)))
+            assert not shadows, (where, f"{folder} on its PATH shadows {shadows[:5]}")
 
 
 def environment(text, command):
@@ -186,8 +234,12 @@ class CrontabEntry(Assertion):
 
     The command is compared as shell words (a comment after it is none, as for the shell
     cron runs it with), the schedule as the sets of times it matches. What the crontab sets
-    above the entry leaves cron a shell to run it with and /usr/bin and /bin on its PATH
-    (a `SHELL=/usr/bin/false` above it passed while variables were skipped).
+    above the entry is `safe`: a shell to run it with, /usr/bin and /bin on its PATH and no
+    program shadowing theirs before them, no variable that changes how a shell, the loader
+    or an interpreter starts (a `SHELL=/usr/bin/false` above it passed while variables were
+    skipped). The kept entries keep every variable set above them, and what is set above
+    them is safe too; the account is not expired, and may run the command's program and
+    read the files it names.
     """
 
     user: str = ""
@@ -207,22 +259,53 @@ class CrontabEntry(Assertion):
             "matching = [e for e in found if words(e[1]) == command]",
             "assert len(matching) == 1, [e[2] for e in found]",
             "# cron runs the entry with SHELL -c and the PATH set above it",
-            "settings = environment(text, command)",
-            "assert not [name for name in settings if re.fullmatch(UNSAFE, name)], settings",
-            f"assert settings.get('SHELL', '/bin/sh') in {SHELLS!r}, settings['SHELL']",
-            "assert {'/usr/bin', '/bin'} <= set(settings.get('PATH', '/usr/bin:/bin').split(':')), "
-            "settings['PATH']",
+            f"SHELLS = {SHELLS!r}",
+            "safe(environment(text, command), 'the new entry')",
             "assert matching[0][0] is not None, matching[0][2]",
             f"assert times(matching[0][0]) == times({self.schedule.split()!r}), matching[0][2]",
             "lines = [line.strip() for line in text.splitlines()]",
-            f"for line in {list(self.kept)!r}:",
+            f"kept = {list(self.kept)!r}",
+            "for line in kept:",
             "    assert line in lines, line",
             f"assert len(found) == {self.kept_entries + 1}, [e[2] for e in found]",
+            "# the kept entries run as they did: every variable set above one still is, and",
+            "# what is set above it now is safe (a MAILTO moved below them, or a SHELL that",
+            "# runs nothing put above them, passed while only their lines were looked for)",
+            "for _, kept_command, line in entries('\\n'.join(kept)):",
+            "    before = environment('\\n'.join(kept), words(kept_command))",
+            "    now = environment(text, words(kept_command))",
+            "    assert before.items() <= now.items(), (line, before, now)",
+            "    safe(now, line)",
+            "# the account may run the program and read each file the command names, as",
+            "# cron runs it (a tool only root could run passed while the line alone was read)",
+            "import sys",
+            f"account = _account({self.user!r})",
+            "uid, gid = int(account[2]), int(account[3])",
+            "for number, word in enumerate(command):",
+            "    if not word.startswith('/'):",
+            "        continue",
+            "    done = subprocess.run([sys.executable, '-c', 'import os, sys; sys.exit(not '",
+            "                           'os.access(sys.argv[1], int(sys.argv[2])))', word,",
+            "                           str(os.R_OK | (os.X_OK if number == 0 else 0))],",
+            "                          user=uid, group=gid, timeout=60,",
+            f"                          extra_groups=os.getgrouplist({self.user!r}, gid))",
+            f"    assert done.returncode == 0, f'{self.user} may not ' + "
+            "('run ' if number == 0 else 'read ') + word",
+            "# cron runs no job of an expired account (a forger's `usermod -e 1` passed)",
+            "import time",
+            f"expiry = [row[7] for row in _entries('/etc/shadow') if row[0] == {self.user!r}",
+            "          and len(row) > 7]",
+            "assert not expiry or not expiry[0] or int(expiry[0]) * 86400 > time.time(), expiry",
         ]
 
     def reads(self) -> tuple[str, ...]:
         """The crontabs the cron daemon and `crontab -l` read."""
         return (CRONTABS,)
+
+    @property
+    def portable(self) -> bool:
+        """No separate verifier: it asks whether the account may run the command's files."""
+        return False
 
 
 def _schedule(ctx: StepContext) -> tuple[str, str]:
@@ -291,15 +374,18 @@ def schedule_script(ctx: StepContext, source) -> StepResult:
     command = (script.path, *args)
     text = " ".join(q(word) for word in command)
     words, schedule = _schedule(ctx)
-    users = ["root"]
     kept: list[str] = []
     kept_entries = 0
-    if ctx.step == 1:  # a service account whose crontab already has work in it
-        user = f"{ctx.domain.name}-jobs"
-        ctx.world.add_user(user)
-        users = [user, "root"]
-    user = ctx.rng.choice(users)
-    if ctx.step == 1 and ctx.rng.random() < 0.85:
+    # A maintenance script does root's work on the system's files (17 of 40 first steps
+    # scheduled one, only root could even run, for a service account); a tool that prints
+    # may run as a service account, unless only a group may run it. The crontab already
+    # has work in it (at most one per task: the staging folder goes once it is installed).
+    service = f"{ctx.domain.name}-jobs"
+    runs = isinstance(script, ToolScript) and not script.group
+    user = ctx.rng.choice([service, "root"] if runs else ["root"])
+    if user == service:
+        ctx.world.add_user(service)
+    if not ctx.world.exists("/tmp/taskloom-cron") and ctx.rng.random() < 0.85:
         kept = [f"MAILTO={ctx.domain.name}-alerts@example.com",
                 f"# {ctx.domain.org}: existing jobs, keep them",
                 f"{ctx.rng.randint(0, 59)} {ctx.rng.randint(0, 23)} * * * /usr/bin/find /tmp "
@@ -311,7 +397,8 @@ def schedule_script(ctx: StepContext, source) -> StepResult:
         ctx.world.add(staging, lines_text(kept))
         ctx.world.commands.append(f"crontab -u {q(user)} {q(staging)} && rm -rf /tmp/taskloom-cron")
     owner = "root's crontab" if user == "root" else f"the crontab of the user `{user}`"
-    keep = " Keep the entries that crontab already has." if kept else ""
+    keep = (" Keep the entries that crontab already has, and the settings they run with."
+            if kept else "")
     sentence = ctx.phrase([
         f"Schedule {script.phrase} to run {words}: install an entry in {owner} whose command "
         f"is `{text}` (nothing else on the command part).{keep}",

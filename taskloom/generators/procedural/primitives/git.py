@@ -31,6 +31,7 @@ from taskloom.generators.procedural.checks import (
     Assertion,
     CommandText,
     FileText,
+    PathState,
 )
 from taskloom.generators.procedural.primitives._history import (
     NewCommit,
@@ -514,14 +515,16 @@ def revert_commit(ctx: StepContext, source) -> StepResult:
     where = f"branch `{branch}` of {repo.phrase}"
     sentence = ctx.phrase([
         f"On {where}, revert {which} with a new revert commit (keep git's default revert "
-        f"message), committing as `{name} <{email}>` (author and committer); leave the "
-        "working tree clean.",
+        f"message), committing as `{name} <{email}>` (author and committer); leave "
+        f"`{branch}` checked out with a clean working tree.",
         f"Undo {which} on {where} by adding a revert commit on top of the branch (do not "
         f"rewrite history; use the default `Revert \"...\"` message). Author and commit it "
-        f"as {name} with email {email}, and leave the working tree clean.",
+        f"as {name} with email {email}, and leave `{branch}` checked out with a clean "
+        "working tree.",
         f"{which[0].upper()}{which[1:]} on {where} must be undone: create a revert commit "
         f"with git's standard message as `{name} <{email}>` (author and committer), so the "
-        "branch tip no longer has that change and the working tree is clean.",
+        f"branch tip no longer has that change, `{branch}` is checked out and the working "
+        "tree is clean.",
     ]) + ctx.hint("git log --grep, then git revert --no-edit" if how == "issue" else
                   "git log -1 -- the file, then git revert --no-edit")
     git = _git(repo)
@@ -563,8 +566,13 @@ def revert_commit(ctx: StepContext, source) -> StepResult:
     checks = [
         Lineage.of(f"{branch} ends with the revert commit by {name}, on top of its history",
                    output, branch, secret=(_subject(revert),)),
-        CommandText("the working tree is clean", argv=(
-            "git", "-C", repo.path, "status", "--porcelain"), expected="", compare="lines"),
+        # on the branch, nothing left over, not even ignored (a detached HEAD at the old tip
+        # kept the change in the files, an untracked `.gitignore` of `*` hid junk: forger)
+        CommandText(f"{branch} is checked out and the working tree is clean", argv=(
+            "git", "-C", repo.path, "status", "--porcelain", "--ignored", "--branch"),
+            expected=f"## {branch}\n", compare="lines"),
+        *(PathState(f"no revert is in progress ({mark})", path=f"{repo.path}/.git/{mark}",
+                    state="absent") for mark in ("REVERT_HEAD", "sequencer")),
     ]
     for path, content in files:
         if content:
@@ -662,8 +670,9 @@ def branch_commit(ctx: StepContext, source) -> StepResult:
                      base=old, branch=new, subject=message, identity=f"{name} <{email}>",
                      path=path, content=content),
         Lineage.of(f"{old} is unchanged", repo, old),
-        CommandText("the working tree is clean", argv=(
-            "git", "-C", repo.path, "status", "--porcelain"), expected="", compare="lines"),
+        CommandText("the working tree is clean", argv=(  # nothing ignored either, as above
+            "git", "-C", repo.path, "status", "--porcelain", "--ignored"), expected="",
+            compare="lines"),
     ]
     output = GitRepo(path=repo.path, phrase=repo.phrase, commits=after, branch=new)
     if ctx.final:  # a later step may add commits on top of the new one

@@ -295,6 +295,11 @@ TOOLS = {
               "positive whole numbers in decimal digits (a leading zero is allowed: 08 is 8) "
               "with FIRST <= LAST, otherwise it is a usage error"),
 }
+# The hint names the tools of the reference code (all four kinds' tools in one hint sent a
+# blind solver of a line range to grep and uniq)
+TOOL_HINTS = {"count": "check $#, then grep -cF --", "match": "check $#, then grep -nF --",
+              "top": "check $#, then grep -v, sort | uniq -c, sort -rn | head",
+              "range": "check $# and the numbers, then sed -n"}
 TOOL_CODE = {
     "count": ('[ "$#" -eq 2 ] || { echo "usage: $0 WORD FILE" >&2; exit 2; }',
               '[ -r "$2" ] || { echo "cannot read $2" >&2; exit 1; }',
@@ -513,7 +518,7 @@ def write_tool(ctx: StepContext, source) -> StepResult:
         f"{source.phrase}.",
         f"Provide a command-line tool for files such as {source.phrase}: the executable "
         f"bash script {out} takes the arguments `{usage}` and {contract}. {rules}",
-    ]) + ctx.hint("check $#, then grep -F / sort | uniq -c / sed -n")
+    ]) + ctx.hint(TOOL_HINTS[kind])
     script = ["#!/bin/bash", *TOOL_CODE[kind]]
     solution = (f"cat > {q(out)} <<'TASKLOOM_TOOL'\n" + lines_text(script) + "TASKLOOM_TOOL\n"
                 f"chmod 755 {q(out)}")
@@ -635,6 +640,7 @@ def make_executable(ctx: StepContext, source) -> StepResult:
             rules.append(Rule("mode", f"the mode {mode:04o}",
                               f"cp {q(source.path)} {q(dest)}"))
     return StepResult(
-        output=replace(source, path=dest, phrase=f"the command `{name}` ({dest})"),
+        output=replace(source, path=dest, phrase=f"the command `{name}` ({dest})",
+                       group=group if shared else ""),
         instruction=sentence, solution=solution, alternative=alternative, checks=checks,
         tools=("install",), side_effect=True, rules=tuple(rules))

@@ -1502,7 +1502,7 @@ def rotate_credential(ctx: StepContext, source) -> StepResult:
         raise NotApplicable("needs a directory tree with files")
     tree = source
     state = ctx.planted_state(tree)  # mode, owner and group of the planted files
-    planted_mode = state[0]
+    planted_mode, _, _ = state
     svc = ctx.rng.choice(ctx.domain.services)
     user = f"{svc}_app"
     what, section, key, env_key = ("API key", "api", "api_key", "API_KEY") \

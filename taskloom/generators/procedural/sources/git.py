@@ -33,11 +33,12 @@ def git_repo(ctx: StepContext) -> GitRepo:
 
     Authors have full names, and at least two of them made the same number of commits (a
     ranking must break the tie). Most commit subjects reference a unique issue number
-    (`(#412)`), some a longer one that starts like an earlier one (`(#4127)`: a search for
-    `#412` must not stop at the digits). Some subjects start with their topic capitalized
-    (`Cache: tidy up app.py`), so a search for `cache` is case-sensitive. Some commits add
-    a notes file under docs/. Dates, authors and committers are fixed, so every commit
-    hash is a function of the generated data.
+    (`(#412)`), many a number that starts a longer one of another commit, before or after
+    it (`(#4127)`: a search for `#412` must not stop at the digits; a later commit is more
+    often the last to change its file, which a revert needs). Some subjects start with
+    their topic capitalized (`Cache: tidy up app.py`), so a search for `cache` is
+    case-sensitive. Some commits add a notes file under docs/. Dates, authors and
+    committers are fixed, so every commit hash is a function of the generated data.
     """
     domain = ctx.domain
     root = data_dir(ctx, "repo")
@@ -62,8 +63,15 @@ def git_repo(ctx: StepContext) -> GitRepo:
         author, email = authors[who[number]]
         noun = ctx.rng.choice(domain.words)
         issue = next(issues)
-        if used and ctx.rng.random() < 0.3:  # a longer issue number, an earlier one's prefix
+        # the start of an earlier, longer number
+        starts = sorted(u // 10 for u in used if u >= 1000 and u // 10 not in used)
+        roll = ctx.rng.random()
+        if starts and roll < 0.4:
+            issue = ctx.rng.choice(starts)
+        elif used and roll < 0.5:  # a longer issue number, an earlier one's prefix
             issue = int(f"{ctx.rng.choice(sorted(used))}{ctx.rng.randint(0, 9)}")
+        elif roll > 0.75:  # a longer number whose start no commit has yet taken
+            issue = issue * 10 + ctx.rng.randint(0, 9)
         reference = ""
         if ctx.rng.random() < 0.8 and issue not in used:
             reference = f" (#{issue})"
