@@ -140,8 +140,12 @@ TASKLOOM = [sys.executable, "-m", "taskloom.cli"]
 # load_env reads them, and its account may run it (a maintenance script goes in root's);
 # a revert leaves its branch checked out, nothing ignored; a written tool's hint names its
 # own tools; a repaired program's hidden runs hold a joined name and a usage error.
-TASKS_DIGEST = "4c1fa7cfcb903f209209f31edc4c53ef0885b2f1a315b37bec3515bf6e6c1c61"
-HF_EXPORT_DIGEST = "76c9b0cfb85b445da85dce0976f9c76f460c781ea5dd78a24dadd693266e0074"
+# Then (two runs, same values) every git step checks a clean tree one way (nothing half
+# done, HEAD on a branch at the last step), a git step that is not the last checks
+# its commits as the branch's oldest, the checks' header runs a process as an account by
+# one helper, and a scenario's story opens only a task that does the work it asks for.
+TASKS_DIGEST = "42bf702af7f1c79021148f400de7464a26e7b93eed93c1507f65055c63966dc5"
+HF_EXPORT_DIGEST = "8e38453dd6d0f427ff83a06636a2ec8da2bc83016a5275170e51d91f6f7f65be"
 
 
 def test_main_job_dataset_and_hf_export_are_unchanged(tmp_path):

@@ -28,8 +28,9 @@ def helpers() -> dict:
 
 
 # Each line above `0 1 * * * /bin/true`, installed with Debian's `crontab` (3.0pl1-162, the
-# base image's): refused where it is no setting, as it is no entry either.
-@pytest.mark.parametrize(("line", "read"), [
+# base image's): refused where it is no setting, as it is no entry either; the values are
+# the ones the cron daemon gave a job.
+LINES = [
     ("X='a'b'", None),  # after a closing quote, only blanks (a forger's line: no job ran)
     ("MAILTO=", None),  # no value
     ("X= ", None),
@@ -44,9 +45,29 @@ def helpers() -> dict:
     ("'X'='y'", ("X", "y")),
     ("X=='y'", ("X", "='y'")),
     ("=x", ("", "x")),
-])
+]
+
+
+@pytest.mark.parametrize(("line", "read"), LINES)
 def test_a_line_sets_a_variable_only_where_cron_reads_it_so(line, read):
     assert helpers()["setting"](line) == read
+
+
+@pytest.mark.bwrap
+def test_the_base_images_crontab_takes_exactly_the_lines_read_as_settings(bwrap_rootfs):
+    """The real `crontab` of the base image, run on each line in a sandbox with a spool of
+    its own: it installs the table where `setting()` reads a variable and refuses it
+    where `setting()` reads none."""
+    import subprocess
+
+    for line, read in LINES:
+        done = subprocess.run(
+            ["bwrap", "--ro-bind", str(bwrap_rootfs.path), "/", "--dev", "/dev", "--proc",
+             "/proc", "--tmpfs", "/tmp", "--tmpfs", "/var/spool/cron/crontabs",
+             "--unshare-net", "crontab", "-"], input=f"{line}\n0 1 * * * /bin/true\n",
+            capture_output=True, text=True, timeout=60)
+        assert (done.returncode == 0) == (read is not None), (line, done.stderr)
+        assert (helpers()["setting"](line) is not None) == (read is not None), line
 
 
 def entry_check(tmp_path, monkeypatch, text: str, kept: tuple[str, ...] = (),

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from taskloom.errors import NoDraft
+from taskloom.errors import GraphError, NoDraft
 from taskloom.generators.procedural import backend
 from taskloom.generators.procedural.assemble import StepRefused
 from taskloom.generators.procedural.backend import PlanSettings, ProceduralPlanner, blueprint_for
@@ -188,3 +188,32 @@ def _assembles(blueprint, attempt):
     except NoDraft:
         return False
     return True
+
+
+def test_a_story_that_asks_for_work_opens_only_a_task_that_does_it(tmp_path):
+    """A scenario whose description asks for a fix (`premise`) frames no path without one:
+    12 of 2,000 plans of a default run (seed 5) opened with "fix it and put it back in
+    service" before steps that only scheduled the tool, or counted lines."""
+    sampler = PathSampler(GRAPH, set(PRIMITIVES) & set(GRAPH.skills))
+    told = {s for s, scenario in GRAPH.scenarios.items() if scenario.premise}
+    assert {"broken-internal-tool", "unfinished-tool", "service-bring-up"} <= told
+    skills = sorted({skill for s in told for skill in GRAPH.skills_of(s)} & sampler.allowed)
+    framed = Counter()
+    for skill in skills:
+        for length in (1, 2):
+            for seed in range(12):
+                path = sampler.sample(random.Random(seed), length, start=skill)
+                premise = set(GRAPH.scenarios[path.scenario].premise)
+                assert not premise or premise & set(path.skills), (path.scenario, path.skills)
+                framed[path.scenario in told] += 1
+    assert framed[True] >= 50, framed  # the stories are still told where they fit
+    blueprint = blueprint_for(GRAPH, ("cron.schedule_script",), seed=0)
+    assert blueprint.scenario not in {"broken-internal-tool", "report-regression",
+                                      "unfinished-tool"}, blueprint.scenario
+    fixed = blueprint_for(GRAPH, ("code.fix_bug", "cron.schedule_script"), seed=0)
+    assert fixed.scenario == "broken-internal-tool"
+    mine = tmp_path / "mine.toml"
+    mine.write_text(EXTRA.replace('skills = ["hand.fold_paper",',
+                                  'premise = ["text.sort_unique"]\nskills = ["hand.fold_paper",'))
+    with pytest.raises(GraphError, match=r"'text\.sort_unique' in its premise but not in its"):
+        load_graph([mine])

@@ -76,6 +76,10 @@ class Scenario(Frozen):
     domain: str = Field(description="Data domain that themes generated inputs.")
     description: str = Field(description="The situation, in one or two sentences.")
     skills: tuple[str, ...] = Field(description="Skills this scenario uses.")
+    premise: tuple[str, ...] = Field(
+        default=(), description="Skills of which a task told this story does one: the "
+        "description asks for that work (a 'fix it' before steps with nothing to fix "
+        "misleads). Empty: any path of the scenario's skills fits it.")
 
 
 class GraphData(Frozen):
@@ -120,6 +124,24 @@ class SkillGraph:
     def chains(self, first: str, second: str) -> bool:
         """True when skill `first`'s output can be skill `second`'s input."""
         return self.is_a(self.skills[first].produces, self.skills[second].consumes)
+
+    def frames(self, scenario_id: str, path: tuple[str, ...]) -> bool:
+        """True when a task of this path may open with the scenario's story.
+
+        The path does the work the description asks for (`premise`), if it asks for any.
+        """
+        premise = self.scenarios[scenario_id].premise
+        return not premise or not set(premise).isdisjoint(path)
+
+    def framing(self, path: tuple[str, ...], linking: list[str]) -> list[str]:
+        """The scenarios that may tell the story of `path`.
+
+        Those of `linking` (scenarios that link its steps, best first) that frame it, else
+        those of its first skill that do.
+        """
+        return ([s for s in linking if self.frames(s, path)] or
+                [s for s in self.scenarios_of(path[0]) if self.frames(s, path)] or
+                linking or self.scenarios_of(path[0]))
 
     def scenarios_of(self, skill_id: str) -> list[str]:
         """Scenario ids that use a skill, sorted."""
@@ -280,6 +302,9 @@ def check_graph(data: GraphData, origin: dict[str, dict[str, Path]] | None = Non
             if skill_id not in skill_ids:
                 problems.append(f"{where('scenario', scenario.id)}scenario '{scenario.id}' "
                                 f"lists unknown skill '{skill_id}'")
+        for skill_id in set(scenario.premise) - set(scenario.skills):
+            problems.append(f"{where('scenario', scenario.id)}scenario '{scenario.id}' has "
+                            f"'{skill_id}' in its premise but not in its skills")
         used.update(scenario.skills)
         if len(set(scenario.skills)) < 2:
             problems.append(f"{where('scenario', scenario.id)}scenario '{scenario.id}' links "

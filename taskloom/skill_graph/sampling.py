@@ -169,10 +169,11 @@ class PathSampler:
             tools |= set(graph.skills[chosen].tools)
         if scenario is not None:
             framing = scenario
-        elif via:
-            framing = max(sorted(set(via)), key=via.count)
+        elif via:  # the scenario linking most steps, of those whose story fits the path
+            framing = graph.framing(tuple(skills), sorted(sorted(set(via)), key=via.count,
+                                                          reverse=True))[0]
         else:
-            framing = rng.choice(graph.scenarios_of(first))
+            framing = rng.choice(graph.framing(tuple(skills), []))
         return SampledPath(tuple(skills), tuple(via), framing)
 
     def _on_course(self, skills: list[str], goal: frozenset[str] | None,

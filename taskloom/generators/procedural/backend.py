@@ -229,7 +229,7 @@ def blueprint_for(graph: SkillGraph, skills: tuple[str, ...], *, seed: int, inde
     difficulty = difficulty or Difficulty()
     shared = [next((s for s in graph.scenarios_of(b) if s in graph.scenarios_of(a)), None)
               for a, b in itertools.pairwise(skills)]
-    framing = scenario or next((s for s in shared if s), graph.scenarios_of(skills[0])[0])
+    framing = scenario or graph.framing(skills, [s for s in shared if s])[0]
     via = tuple(s or framing for s in shared)
     return Blueprint(index=index, seed=derive_seed(seed, "generate", index, *skills),
                      scenario=framing, path=skills, via=via, difficulty=difficulty,

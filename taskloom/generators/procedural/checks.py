@@ -30,7 +30,9 @@ from taskloom.sandbox.base_image import IMAGE_PATH
 if TYPE_CHECKING:
     from taskloom.generators.procedural.artifacts import FileTree
 
-Compare = Literal["set", "lines", "exact"]
+# How text output is compared: as a set of lines, line by line, byte for byte; or `tail`,
+# its last lines are these (a `git log` under commits a later step adds on top).
+Compare = Literal["set", "lines", "exact", "tail"]
 Form = Literal["text", "csv", "paths"]
 # The folder a program the agent wrote is run from (its fixtures' folder).
 RUNS_START = "/tmp"
@@ -49,8 +51,10 @@ import pwd
 import shutil
 import stat
 import subprocess
+import sys
 import tarfile
 import tempfile
+import time
 import zipfile
 from pathlib import Path
 
@@ -76,6 +80,8 @@ def _same(actual, expected, compare, form="text"):
                                  for line in lines] for lines in (actual, expected))
     if compare == "lines":
         assert actual == expected
+    elif compare == "tail":
+        assert actual[len(actual) - len(expected):] == expected
     else:
         assert sorted(actual) == sorted(expected)
 
@@ -243,6 +249,14 @@ def _account(name, database="/etc/passwd"):
 
 def _group(name):
     return _account(name, "/etc/group")
+
+
+def _as_account(name):
+    """What running a process as the account `name` takes: its passwd entry, uid, gid and
+    every group it is in."""
+    entry = _account(name)
+    uid, gid = int(entry[2]), int(entry[3])
+    return entry, uid, gid, os.getgrouplist(name, gid)
 
 
 # Where a login shell (Debian's /etc/profile) and sudo (its secure_path) look for a command.

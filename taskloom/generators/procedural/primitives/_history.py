@@ -3,7 +3,7 @@
 What the git and security families share: a history whose authors, committers and dates
 are fixed when the image is built has every commit hash known here; a commit the task makes
 (`NewCommit`) gets its date when the agent runs git, so its hash, and every one after it, is
-unknown.
+unknown. And what every step that changes a repository leaves: a clean working tree.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import hashlib
 from dataclasses import dataclass
 
 from taskloom.generators.procedural.artifacts import Commit, GitRepo
+from taskloom.generators.procedural.checks import Assertion
 
 
 @dataclass(frozen=True)
@@ -77,3 +78,58 @@ def commit_hashes(repo: GitRepo) -> list[str | None]:
         parent = hashlib.sha1(b"commit %d\0" % len(body) + body).hexdigest()
         hashes.append(parent)
     return hashes
+
+
+
+# What a git command half done leaves in `.git` (a REVERT_HEAD, a paused rebase, a
+# MERGE_HEAD and a CHERRY_PICK_HEAD each earned 1: forger).
+IN_PROGRESS = ("REVERT_HEAD", "CHERRY_PICK_HEAD", "MERGE_HEAD", "sequencer", "rebase-merge",
+               "rebase-apply", "BISECT_LOG")
+
+
+@dataclass(frozen=True)
+class CleanTree(Assertion):
+    """The repository is left clean.
+
+    Its working tree and index match HEAD, nothing untracked or ignored either (an
+    untracked `.gitignore` of `*` hid junk from a plain `git status --porcelain`), no git
+    command is half done. HEAD is one of `branches` when they are given, else with
+    `attached` some branch (a HEAD detached at the old tip kept a reverted change in the
+    files): only the last step says, since a later step may check out another branch.
+    """
+
+    repo: str = ""
+    branches: tuple[str, ...] = ()
+    attached: bool = False
+
+    def body(self) -> list[str]:
+        heads = [f"## {branch}" for branch in self.branches]
+        lines = [
+            f"status = _run(['git', '-C', {self.repo!r}, 'status', '--porcelain', "
+            "'--ignored', '--branch']).splitlines()",
+            "assert status[1:] == [], status[1:]"]
+        if heads:
+            lines.append(f"assert status[0] in {heads!r}, status[0]")
+        elif self.attached:
+            lines.append("assert status[0] != '## HEAD (no branch)', 'HEAD is detached'")
+        return [
+            *lines,
+            f"for mark in {list(IN_PROGRESS)!r}:",
+            f"    assert not os.path.lexists(os.path.join({self.repo!r}, '.git', mark)), "
+            "f'{mark}: a git command is half done'"]
+
+    def reads(self) -> tuple[str, ...]:
+        """The repository."""
+        return (self.repo,)
+
+
+def clean_tree(repo: str, *branches: str, attached: bool = False) -> CleanTree:
+    """The check that `repo` is left clean, on one of `branches` if any are given."""
+    if branches:
+        where = " or ".join(branches)
+        return CleanTree(f"{where} is checked out and the working tree is clean", repo=repo,
+                         branches=branches)
+    if attached:
+        return CleanTree("a branch is checked out and the working tree is clean", repo=repo,
+                         attached=True)
+    return CleanTree("the working tree is clean", repo=repo)

@@ -188,8 +188,9 @@ def safe(settings, where):
     folders = settings.get("PATH", "/usr/bin:/bin").split(":")
     assert {"/usr/bin", "/bin"} <= set(folders), (where, settings["PATH"])
     assert all(f.startswith("/") for f in folders), (where, settings["PATH"])
-    system = set(os.listdir("/usr/bin")) | set(os.listdir("/bin"))
-    for folder in folders[:min(folders.index("/usr/bin"), folders.index("/bin"))]:
+    before = folders[:min(folders.index("/usr/bin"), folders.index("/bin"))]
+    system = set(os.listdir("/usr/bin")) | set(os.listdir("/bin")) if before else set()
+    for folder in before:
         if os.path.realpath(folder) not in ("/usr/bin", "/bin") and os.path.isdir(folder):
             shadows = sorted(system & set(os.listdir(folder)))
             assert not shadows, (where, f"{folder} on its PATH shadows {shadows[:5]}")
@@ -278,21 +279,17 @@ class CrontabEntry(Assertion):
             "    safe(now, line)",
             "# the account may run the program and read each file the command names, as",
             "# cron runs it (a tool only root could run passed while the line alone was read)",
-            "import sys",
-            f"account = _account({self.user!r})",
-            "uid, gid = int(account[2]), int(account[3])",
+            f"_, uid, gid, groups = _as_account({self.user!r})",
             "for number, word in enumerate(command):",
             "    if not word.startswith('/'):",
             "        continue",
             "    done = subprocess.run([sys.executable, '-c', 'import os, sys; sys.exit(not '",
             "                           'os.access(sys.argv[1], int(sys.argv[2])))', word,",
             "                           str(os.R_OK | (os.X_OK if number == 0 else 0))],",
-            "                          user=uid, group=gid, timeout=60,",
-            f"                          extra_groups=os.getgrouplist({self.user!r}, gid))",
+            "                          user=uid, group=gid, extra_groups=groups, timeout=60)",
             f"    assert done.returncode == 0, f'{self.user} may not ' + "
             "('run ' if number == 0 else 'read ') + word",
             "# cron runs no job of an expired account (a forger's `usermod -e 1` passed)",
-            "import time",
             f"expiry = [row[7] for row in _entries('/etc/shadow') if row[0] == {self.user!r}",
             "          and len(row) > 7]",
             "assert not expiry or not expiry[0] or int(expiry[0]) * 86400 > time.time(), expiry",

@@ -143,8 +143,7 @@ class JobRuns(Assertion):
         """Swap watch list and input by rename, run the job as the user, compare, restore."""
         return [
             f"user, script = {self.user!r}, {self.script!r}",
-            "entry = _account(user)",
-            "uid, gid = int(entry[2]), int(entry[3])",
+            "entry, uid, gid, groups = _as_account(user)",
             *CRON_HELPERS,
             f"CRONTABS = {CRONTABS!r}",
             "env = {'PATH': " + repr(CRON_PATH) + ", 'SHELL': '/bin/sh', "
@@ -154,7 +153,6 @@ class JobRuns(Assertion):
             "env.update(environment(loaded(user), [script]))",
             "env.update(LOGNAME=user, USER=user)",
             "home = env['HOME'] if os.path.isdir(env['HOME']) else '/'",
-            "groups = os.getgrouplist(user, gid)",
             f"source, report = Path({self.input!r}), Path({self.output!r})",
             "assert source.is_file() and not source.is_symlink(), f'{source} is gone'",
             f"listing = Path(os.path.realpath({self.watchlist!r}))",

@@ -64,6 +64,7 @@ from taskloom.generators.procedural.checks import (
 )
 from taskloom.generators.procedural.primitives._history import (  # a rewritten commit is
     NewCommit,  # a NewCommit to every later git step
+    clean_tree,
     commit_hashes,
     tree_at,
     tree_id,
@@ -1255,7 +1256,7 @@ def purge_git_secret(ctx: StepContext, source) -> StepResult:
         CommandText(f"every commit of {branch} keeps its metadata, with the secret replaced",
                     argv=("git", "-C", repo.path, "log", "--date=raw", f"--format={fmt}",
                           f"refs/heads/{branch}"), expected=log_lines(rewritten),
-                    compare="lines"),
+                    compare="lines" if ctx.final else "tail"),
         CommandText("the commits before the leak keep their hashes",
                     argv=("git", "-C", repo.path, "merge-base", "--is-ancestor", base,
                           f"refs/heads/{branch}"), expected="", compare="lines"),
@@ -1264,14 +1265,12 @@ def purge_git_secret(ctx: StepContext, source) -> StepResult:
         ObjectStore("the object database holds only git's own files", repo=repo.path),
         SecretsAbsent("no file of the repository, nor a copy elsewhere, holds the secret",
                       root=repo.path, secrets=(secret,), places=elsewhere(repo.path)),
-        TreeEntries.of(f"the working tree holds exactly the files of {branch}", repo.path,
-                       {p: c.encode() for p, c in tree_at(rewritten).items()}, git=True),
-        CommandText(f"{branch} is checked out", argv=(
-            "git", "-C", repo.path, "symbolic-ref", "HEAD"), expected=f"refs/heads/{branch}\n",
-            compare="lines"),
-        CommandText("the working tree is clean", argv=(
-            "git", "-C", repo.path, "status", "--porcelain"), expected="", compare="lines"),
+        clean_tree(repo.path, *([branch] if ctx.final else [])),
     ]
+    if ctx.final:  # else a later step may commit on top or check out another branch
+        checks.append(TreeEntries.of(
+            f"the working tree holds exactly the files of {branch}", repo.path,
+            {p: c.encode() for p, c in tree_at(rewritten).items()}, git=True))
     if tag:
         checks.insert(1, CommandText(
             f"the tag {tag} points to the rewritten commit", argv=(

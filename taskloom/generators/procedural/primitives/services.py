@@ -342,9 +342,7 @@ class ServiceAnswers(Assertion):
         return [
             "import configparser, io, signal, socket, time",
             f"user, start, stated = {self.user!r}, {self.start!r}, {self.port!r}",
-            "entry = _account(user)",
-            "uid, gid = int(entry[2]), int(entry[3])",
-            "groups = os.getgrouplist(user, gid)",
+            "entry, uid, gid, groups = _as_account(user)",
             f"config, data, log = Path({self.config!r}), Path({self.data!r}), "
             f"Path({self.log!r})",
             "assert data.is_file() and not data.is_symlink(), f'{data} is gone'",
